@@ -1,0 +1,1 @@
+"""impl: BendTorch in float32 Python (exports are added once every module has landed)."""

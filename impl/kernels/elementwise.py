@@ -1,0 +1,295 @@
+"""Element-wise activations (main.bend lines 737-761 and 1046-1217): each value f(x) and each input gradient d(dy, v)
+as the seed writes them, every operation rounded once to float32 in the seed's order (no fused multiply-add: numba
+without fastmath never contracts), exp and tanh the C library's expf / tanhf (numba's math.exp / math.tanh on a
+float32).
+
+    ReLU     f = x unless x < 0 (relu(-0) = -0, relu(NaN) = NaN)       d(dy, y) = +0 where y <= 0, else dy
+    Sigmoid  f = 1 / (1 + exp(-x))                                     d(dy, y) = (dy * (1 - y)) * y
+    Tanh     f = tanh(x)                                               d(dy, y) = dy * (1 - y*y)
+    SiLU     f = x / (1 + exp(-x))                                     d(dy, x) = (dy*s) * (1 + x*(1 - s)), s = sigmoid(x)
+    GELU     f = (0.5*x) * (1 + tanh(inner)),
+             inner = 0.7978845608028654 * (x + 0.044715 * ((x*x)*x))   d(dy, x): see `gelu_d`
+    GELUErf  f = (x*0.5) * (1 + erf(x * 0.7071067811865476))           d(dy, x) = dy * (cdf + x*pdf)
+
+ReLU, Sigmoid and Tanh save their output (ActOut, line 749), so d takes y; SiLU, GELU and GELUErf save their input
+(ActIn, line 1052), so d takes x. The constants are np.float32 of the seed's decimal literals; the seed's constant
+product (3.0 * 0.044715 : F32) (line 1098) is rounded once to float32, as the seed computes it.
+
+The loops (`act_fwd`, `act_bwd`) are flat over the n*c numbers, in index order; each output depends on its own
+input only, so they run under prange. The activation is chosen by a code (RELU, ..., GELU_ERF). The plain twins
+(`act_fwd_plain`, `act_bwd_plain`) compute the same expressions with numpy float32 array operations (one rounding
+each) and the C library's functions through `impl.kernels.libm`.
+
+Every kernel is compiled with error_model="numpy": a float division by zero gives the IEEE infinity or NaN, as the
+seed's F32 division does, instead of numba's default ZeroDivisionError (same bits otherwise).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, cast
+
+import numba
+import numpy as np
+import numpy.typing as npt
+
+from impl.kernels import libm
+from impl.kernels.erf import erf32, erf_plain
+
+F = npt.NDArray[np.float32]
+F32 = np.float32
+
+RELU = 0
+SIGMOID = 1
+TANH = 2
+SILU = 3
+GELU = 4
+GELU_ERF = 5
+NAMES = ("ReLU", "Sigmoid", "Tanh", "SiLU", "GELU", "GELUErf")
+# the activations whose backward pass reads the saved output (ActOut); the others read the saved input (ActIn)
+SAVES_OUTPUT = (True, True, True, False, False, False)
+
+_ZERO = np.float32(0.0)
+_HALF = np.float32(0.5)
+_ONE = np.float32(1.0)
+_NEG_HALF = np.float32(-0.5)                       # F32.neg(0.5), line 1213
+_SQRT_2_OVER_PI = np.float32(0.7978845608028654)   # lines 1089, 1098
+_GELU_A = np.float32(0.044715)                     # line 1089
+_GELU_3A = np.float32(np.float32(3.0) * _GELU_A)   # (3.0 * 0.044715 : F32), line 1098, rounded once
+_INV_SQRT2 = np.float32(0.7071067811865476)        # lines 1207, 1210
+_INV_SQRT_2PI = np.float32(0.3989422804014327)     # line 1213
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the scalar functions, forward and backward side by side
+# ---------------------------------------------------------------------------------------------------------------
+
+@numba.njit(cache=True, error_model="numpy")
+def relu_v(x: np.float32) -> np.float32:
+    """relu_v, main.bend line 754: pick(x < 0, 0, x)."""
+    return _ZERO if x < _ZERO else x
+
+
+@numba.njit(cache=True, error_model="numpy")
+def relu_d(dy: np.float32, y: np.float32) -> np.float32:
+    """relu_d, line 757: pick(y <= 0, 0, dy) (PyTorch's threshold_backward: NaN passes)."""
+    return _ZERO if y <= _ZERO else dy
+
+
+@numba.njit(cache=True, error_model="numpy")
+def sigmoid_v(x: np.float32) -> np.float32:
+    """sigmoid_v, line 1055: 1 / (1 + exp(-x))."""
+    return _ONE / (_ONE + math.exp(-x))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def sigmoid_d(dy: np.float32, y: np.float32) -> np.float32:
+    """sigmoid_d, line 1059: (dy * (1 - y)) * y."""
+    return (dy * (_ONE - y)) * y
+
+
+@numba.njit(cache=True, error_model="numpy")
+def tanh_v(x: np.float32) -> np.float32:
+    """tanh_v, line 1065: tanhf(x)."""
+    return np.float32(math.tanh(x))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def tanh_d(dy: np.float32, y: np.float32) -> np.float32:
+    """tanh_d, line 1068: dy * (1 - (y*y))."""
+    return dy * (_ONE - y * y)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def silu_v(x: np.float32) -> np.float32:
+    """silu_v, line 1076: x / (1 + exp(-x)) (PyTorch's CPU kernel)."""
+    return x / (_ONE + math.exp(-x))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def silu_d(dy: np.float32, x: np.float32) -> np.float32:
+    """silu_d, line 1079: s = sigmoid_v(x); (dy*s) * (1 + (x*(1 - s)))."""
+    s = sigmoid_v(x)
+    return (dy * s) * (_ONE + x * (_ONE - s))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def gelu_inner(x: np.float32) -> np.float32:
+    """gelu_inner, line 1088: 0.7978845608028654 * (x + (0.044715 * ((x*x)*x)))."""
+    return _SQRT_2_OVER_PI * (x + _GELU_A * ((x * x) * x))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def gelu_v(x: np.float32) -> np.float32:
+    """gelu_v, line 1091: (0.5*x) * (1 + tanh(gelu_inner(x)))."""
+    return (_HALF * x) * (_ONE + math.tanh(gelu_inner(x)))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def gelu_d(dy: np.float32, x: np.float32) -> np.float32:
+    """gelu_d, line 1094: th = tanh(inner); left = 0.5*x; dleft = 0.5*(1 + th);
+    dright = (left*(1 - th*th)) * (0.7978845608028654 * (1 + (3*0.044715)*(x*x))); dy * (dleft + dright)."""
+    th = math.tanh(gelu_inner(x))
+    left = _HALF * x
+    dleft = _HALF * (_ONE + th)
+    dright = (left * (_ONE - th * th)) * (_SQRT_2_OVER_PI * (_ONE + _GELU_3A * (x * x)))
+    return dy * (dleft + dright)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def gelu_erf_cdf(x: np.float32) -> np.float32:
+    """gelu_erf_cdf, line 1206: 0.5 * (1 + erf(x * 0.7071067811865476))."""
+    return _HALF * (_ONE + erf32(x * _INV_SQRT2))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def gelu_erf_v(x: np.float32) -> np.float32:
+    """gelu_erf_v, line 1209: (x*0.5) * (1 + erf(x * 0.7071067811865476)) (PyTorch's CPU order)."""
+    return (x * _HALF) * (_ONE + erf32(x * _INV_SQRT2))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def gelu_erf_d(dy: np.float32, x: np.float32) -> np.float32:
+    """gelu_erf_d, line 1212: pdf = 0.3989422804014327 * exp((x*x) * -0.5); dy * (cdf(x) + (x*pdf))."""
+    pdf = _INV_SQRT_2PI * math.exp((x * x) * _NEG_HALF)
+    return dy * (gelu_erf_cdf(x) + x * pdf)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def act_v(op: int, x: np.float32) -> np.float32:
+    """The activation of code op on one number."""
+    if op == RELU:
+        return relu_v(x)
+    if op == SIGMOID:
+        return sigmoid_v(x)
+    if op == TANH:
+        return tanh_v(x)
+    if op == SILU:
+        return silu_v(x)
+    if op == GELU:
+        return gelu_v(x)
+    return gelu_erf_v(x)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def act_d(op: int, dy: np.float32, v: np.float32) -> np.float32:
+    """The input gradient of code op on one number; v is the saved output (ActOut) or input (ActIn)."""
+    if op == RELU:
+        return relu_d(dy, v)
+    if op == SIGMOID:
+        return sigmoid_d(dy, v)
+    if op == TANH:
+        return tanh_d(dy, v)
+    if op == SILU:
+        return silu_d(dy, v)
+    if op == GELU:
+        return gelu_d(dy, v)
+    return gelu_erf_d(dy, v)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the loops (Ew.map / Ew.zip, lines 166-196): flat, index order, independent outputs
+# ---------------------------------------------------------------------------------------------------------------
+
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def act_fwd_into(op: int, x: F, y: F) -> None:
+    """y[t] = f(x[t]) over flat arrays (Ew.map, line 182)."""
+    for t in numba.prange(x.size):
+        y[t] = act_v(op, x[t])
+
+
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def act_bwd_into(op: int, dy: F, v: F, dx: F) -> None:
+    """dx[t] = d(dy[t], v[t]) over flat arrays (Ew.zip, line 193)."""
+    for t in numba.prange(dy.size):
+        dx[t] = act_d(op, dy[t], v[t])
+
+
+def act_fwd(op: int, x: F) -> F:
+    """The activation of code op over a float32 array of any shape; a new array."""
+    xc = np.ascontiguousarray(x, dtype=F32)
+    y = np.empty_like(xc)
+    act_fwd_into(op, xc.reshape(-1), y.reshape(-1))
+    return y
+
+
+def act_bwd(op: int, dy: F, v: F) -> F:
+    """The input gradient of code op, from dy and the saved v (same shape); a new array."""
+    dyc = np.ascontiguousarray(dy, dtype=F32)
+    vc = np.ascontiguousarray(v, dtype=F32)
+    dx = np.empty_like(dyc)
+    act_bwd_into(op, dyc.reshape(-1), vc.reshape(-1), dx.reshape(-1))
+    return dx
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# plain twins: numpy float32 array operations (one rounding each), the C library's functions through libm
+# ---------------------------------------------------------------------------------------------------------------
+
+def lib_map(f: Callable[[np.float32], np.float32], a: F) -> F:
+    """f (a C library float32 function from impl.kernels.libm, or erf_plain) on every number of a, one call per
+    number: the plain twins' exp, log, tanh, erf."""
+    flat = np.ascontiguousarray(a, dtype=F32).reshape(-1)
+    out = np.array([f(v) for v in flat], dtype=F32)
+    return out.reshape(np.shape(a))
+
+
+def _sigmoid_plain(x: F) -> F:
+    return _ONE / (_ONE + lib_map(libm.expf, -x))
+
+
+def _inner_plain(x: F) -> F:
+    return _SQRT_2_OVER_PI * (x + _GELU_A * ((x * x) * x))
+
+
+def _cdf_plain(x: F) -> F:
+    return _HALF * (_ONE + lib_map(erf_plain, x * _INV_SQRT2))
+
+
+def act_fwd_plain(op: int, x: F) -> F:
+    """act_fwd's expressions as numpy float32 array operations."""
+    x = np.asarray(x, dtype=F32)
+    with np.errstate(all="ignore"):
+        return _act_fwd_plain(op, x)
+
+
+def _act_fwd_plain(op: int, x: F) -> F:
+    if op == RELU:
+        return np.where(x < _ZERO, _ZERO, x).astype(F32)
+    if op == SIGMOID:
+        return _sigmoid_plain(x)
+    if op == TANH:
+        return lib_map(libm.tanhf, x)
+    if op == SILU:
+        return x / (_ONE + lib_map(libm.expf, -x))
+    if op == GELU:
+        return (_HALF * x) * (_ONE + lib_map(libm.tanhf, _inner_plain(x)))
+    return (x * _HALF) * (_ONE + lib_map(erf_plain, x * _INV_SQRT2))
+
+
+def act_bwd_plain(op: int, dy: F, v: F) -> F:
+    """act_bwd's expressions as numpy float32 array operations."""
+    dy = np.asarray(dy, dtype=F32)
+    v = np.asarray(v, dtype=F32)
+    with np.errstate(all="ignore"):
+        return _act_bwd_plain(op, dy, v)
+
+
+def _act_bwd_plain(op: int, dy: F, v: F) -> F:
+    if op == RELU:
+        return np.where(v <= _ZERO, _ZERO, dy).astype(F32)
+    if op == SIGMOID:
+        return (dy * (_ONE - v)) * v
+    if op == TANH:
+        return dy * (_ONE - v * v)
+    if op == SILU:
+        s = _sigmoid_plain(v)
+        return cast(F, (dy * s) * (_ONE + v * (_ONE - s)))
+    if op == GELU:
+        th = lib_map(libm.tanhf, _inner_plain(v))
+        left = _HALF * v
+        dleft = _HALF * (_ONE + th)
+        dright = (left * (_ONE - th * th)) * (_SQRT_2_OVER_PI * (_ONE + _GELU_3A * (v * v)))
+        return cast(F, dy * (dleft + dright))
+    pdf = _INV_SQRT_2PI * lib_map(libm.expf, (v * v) * _NEG_HALF)
+    return dy * (_cdf_plain(v) + v * pdf)

@@ -1,0 +1,63 @@
+"""The float64 oracle: the seed's layers, losses, combinators, optimizers and training step, from their mathematical
+definitions, in float64 (mpmath where float64 is not enough; see oracle/mp.py). Same names and constructor arguments
+as impl, so a model is built in either library with one word changed:
+
+    import oracle as L          # or: import impl as L
+    m = L.Seq(L.Linear(8, 4, 16), L.Seq(L.GELUErf(8, 16), L.Linear(8, 16, 3)))
+
+Every value is float64 (Layer.dtype is np.float64); oracle.from_impl converts impl's float32 values exactly.
+It imports only impl.protocol, impl.combinators and impl.optim's configuration classes from impl.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from impl import combinators as _C
+from impl.combinators import Both, Fork, Residual, Seq, Tie, tree_add
+from impl.optim import CAdam, CAdamW, CAdamWBF16, CMomentum, CSGD, adam, adamw
+from impl.protocol import Layer, PairSpec, Spec
+from oracle.convert import from_impl, to_f64_params
+from oracle.layers import (DropP, Dropout, Embedding, GELU, GELUErf, LN, LayerNorm, Lin, Linear, LinearFirst,
+                           LinearNB, LogSoftmax, ReLU, RMSNorm, SiLU, Sigmoid, Softmax, Tanh)
+from oracle.losses import CrossEntropy, MSE, NLL
+from oracle.optim import cfg_ok, opt_at, opt_at_step, opt_mat, q_at, state_new
+from oracle.train import Train, train_new, train_step
+
+DTYPE = np.float64
+
+X = TypeVar("X")
+F64 = npt.NDArray[np.float64]
+
+
+def Id(x_spec: Spec, dtype: type[np.floating[Any]] = np.float64) -> Layer[None, X, X, None]:
+    """The identity (main.bend line 1946), float64 by default."""
+    return _C.Id(x_spec, dtype)
+
+
+def Add2(n: int, c: int, dtype: type[np.floating[Any]] = np.float64) -> Layer[None, tuple[F64, F64], F64, None]:
+    """y = a + b (main.bend line 2083), float64 by default (typed on float64 matrices, so mypy can place it)."""
+    return _C.Add2(n, c, dtype)
+
+
+def Mul2(n: int, c: int,
+         dtype: type[np.floating[Any]] = np.float64) -> Layer[None, tuple[F64, F64], F64, tuple[F64, F64]]:
+    """y = a * b (main.bend lines 2086-2113), float64 by default."""
+    return _C.Mul2(n, c, dtype)
+
+
+__all__ = [
+    "DTYPE", "Layer", "PairSpec",
+    "Lin", "LN", "DropP",
+    "Linear", "LinearFirst", "LinearNB", "ReLU", "Sigmoid", "Tanh", "SiLU", "GELU", "GELUErf", "Dropout",
+    "Softmax", "LogSoftmax", "RMSNorm", "LayerNorm", "Embedding",
+    "CrossEntropy", "MSE", "NLL",
+    "Id", "Seq", "Fork", "Both", "Tie", "Add2", "Mul2", "Residual", "tree_add",
+    "CSGD", "CMomentum", "CAdam", "CAdamW", "CAdamWBF16", "adam", "adamw",
+    "cfg_ok", "opt_at", "opt_at_step", "opt_mat", "q_at", "state_new",
+    "Train", "train_new", "train_step",
+    "from_impl", "to_f64_params",
+]

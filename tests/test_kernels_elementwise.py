@@ -1,0 +1,210 @@
+"""The element-wise activations and Dropout (main.bend lines 737-761, 1046-1288): every numba kernel equals its plain
+twin bit for bit (random inputs and specials, one thread and two), the seed's special rules (relu(-0) = -0, relu's
+gradient +0 where y <= 0, dropout p = 0 is the identity, the kept fraction), and the layers' bookkeeping."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numba
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from impl.bits import f32_bits, same_bits
+from impl.kernels import dropout as D
+from impl.kernels import elementwise as E
+from impl.kernels import libm
+from impl.layers.activations import GELU, GELUErf, ReLU, Sigmoid, SiLU, Tanh
+from impl.layers.dropout import DropP, Dropout
+from impl.optim import CSGD, opt_at
+from impl.protocol import NoMom
+
+F32 = np.float32
+Arr = npt.NDArray[np.float32]
+THREADS = sorted({1, min(2, int(getattr(numba.config, "NUMBA_NUM_THREADS")))})
+OPS = list(range(len(E.NAMES)))
+SPECIALS = np.array([0.0, -0.0, 1e-45, -1e-45, 1e-40, -3e-39, 1.1754944e-38, -1.1754942e-38, 1e20, -1e20, 3e38,
+                     -3.4028235e38, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 9.0, -9.0, 88.7, -88.7, 104.0,
+                     -104.0, 3.92, -3.92, 0.84375, -0.84375], dtype=F32)
+
+
+@pytest.fixture(params=THREADS)
+def threads(request: pytest.FixtureRequest) -> Iterator[int]:
+    old = numba.get_num_threads()
+    numba.set_num_threads(request.param)
+    yield request.param
+    numba.set_num_threads(old)
+
+
+def same_bits_or_nan(a: Arr, b: Arr) -> bool:
+    """Same bits everywhere except where both are NaN. When two NaNs meet in one operation (dy NaN and the saved
+    value NaN), IEEE 754 leaves which payload survives open and LLVM may swap the operands of a commutative
+    operation, so only NaN-ness is compared there."""
+    an, bn = np.isnan(a), np.isnan(b)
+    if a.shape != b.shape or not np.array_equal(an, bn):
+        return False
+    return bool(np.array_equal(a.view(np.uint32)[~an], b.view(np.uint32)[~bn]))
+
+
+def inputs(seed: int) -> tuple[Arr, Arr]:
+    """x: normal at three scales (the saturating regions included) and uniform bit patterns; dy: normal."""
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([rng.standard_normal(1500) * s for s in (0.5, 4.0, 30.0)]).astype(F32)
+    words = rng.integers(0, 2**32, 1500, dtype=np.uint64).astype(np.uint32).view(F32)
+    x = np.concatenate([x, words[np.isfinite(words)]]).astype(F32)
+    dy = rng.standard_normal(x.size).astype(F32)
+    return x, dy
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# activations
+# ---------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", OPS, ids=E.NAMES)
+def test_activation_kernel_equals_plain(op: int, threads: int) -> None:
+    x, dy = inputs(op)
+    y = E.act_fwd(op, x)
+    assert same_bits(y, E.act_fwd_plain(op, x))
+    v = y if E.SAVES_OUTPUT[op] else x
+    assert same_bits(E.act_bwd(op, dy, v), E.act_bwd_plain(op, dy, v))
+
+
+@pytest.mark.parametrize("op", OPS, ids=E.NAMES)
+def test_activation_specials(op: int, threads: int) -> None:
+    # every special as x against every special as dy (and a few ordinary ones)
+    xs = np.repeat(SPECIALS, SPECIALS.size)
+    dys = np.tile(SPECIALS, SPECIALS.size)
+    y = E.act_fwd(op, xs)
+    assert same_bits(y, E.act_fwd_plain(op, xs))
+    v = y if E.SAVES_OUTPUT[op] else xs
+    assert same_bits_or_nan(E.act_bwd(op, dys, v), E.act_bwd_plain(op, dys, v))
+
+
+def test_relu_seed_rules() -> None:
+    x = np.array([-0.0, 0.0, np.nan, -1e-45, 2.0, -np.inf], dtype=F32)
+    y = E.act_fwd(E.RELU, x)
+    # relu(x) = x unless x < 0: -0 and NaN pass unchanged, negatives give +0
+    assert [f32_bits(v) for v in y] == [0x80000000, 0, f32_bits(x[2]), 0, f32_bits(F32(2.0)), 0]
+    dy = np.array([5.0, 5.0, 5.0, 5.0, 5.0, 5.0], dtype=F32)
+    ys = np.array([-0.0, 0.0, np.nan, -1.0, 1e-45, np.inf], dtype=F32)
+    # gradient +0 where y <= 0 (-0 included), dy elsewhere (NaN included, PyTorch's threshold_backward)
+    five = f32_bits(F32(5.0))
+    assert [f32_bits(v) for v in E.act_bwd(E.RELU, dy, ys)] == [0, 0, five, 0, five, five]
+
+
+def test_constants_and_formulas() -> None:
+    # the constant product (3.0 * 0.044715 : F32) is rounded once from the two float32 literals
+    assert E._GELU_3A == F32(F32(3.0) * F32(0.044715))
+    assert E._INV_SQRT2 == F32(0.70710677)
+    # spot values from the formulas written out by hand with the C library's float32 functions
+    x = F32(0.75)
+    sig = F32(F32(1.0) / F32(F32(1.0) + libm.expf(F32(-x))))
+    assert E.act_fwd(E.SIGMOID, np.array([x]))[0] == sig
+    s = sig
+    silu_d = F32(F32(F32(2.0) * s) * F32(F32(1.0) + F32(x * F32(F32(1.0) - s))))
+    assert E.act_bwd(E.SILU, np.array([F32(2.0)]), np.array([x]))[0] == silu_d
+    pdf = F32(F32(0.3989422804014327) * libm.expf(F32(F32(x * x) * F32(-0.5))))
+    from impl.kernels.erf import erf_plain
+    cdf = F32(F32(0.5) * F32(F32(1.0) + erf_plain(F32(x * F32(0.7071067811865476)))))
+    assert E.act_bwd(E.GELU_ERF, np.array([F32(1.0)]), np.array([x]))[0] == F32(cdf + F32(x * pdf))
+
+
+@pytest.mark.parametrize("make", [ReLU, Sigmoid, Tanh, SiLU, GELU, GELUErf])
+def test_activation_layers(make: object) -> None:
+    lay = make(3, 5)  # type: ignore[operator]
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3, 5)).astype(F32)
+    x0 = x.copy()
+    r = lay.fwd(None, x)
+    op = E.NAMES.index(lay.name.split("(")[0])
+    assert same_bits(r.y, E.act_fwd_plain(op, x))
+    assert same_bits(r.s, r.y if E.SAVES_OUTPUT[op] else x)
+    assert r.s is not x and r.s is not r.y          # the saved value is a copy, as the seed's clone
+    dy = rng.standard_normal((3, 5)).astype(F32)
+    b = lay.bwd(None, r.s, dy, None)
+    assert same_bits(b.dx, E.act_bwd_plain(op, dy, r.s))
+    assert same_bits(x, x0) and b.g is None and lay.count() == 0 and lay.dump(None).size == 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Dropout
+# ---------------------------------------------------------------------------------------------------------------
+
+def mix32_int(x: int) -> int:
+    """lowbias32 on Python integers (a third spelling of main.bend line 1229)."""
+    x ^= x >> 16
+    x = (x * 2146121005) & 0xFFFFFFFF
+    x ^= x >> 15
+    x = (x * 2221713035) & 0xFFFFFFFF
+    return x ^ (x >> 16)
+
+
+def test_mix32() -> None:
+    rng = np.random.default_rng(2)
+    words = [0, 1, 0xFFFFFFFF, 0x80000000, 12345] + [int(w) for w in rng.integers(0, 2**32, 200)]
+    for w in words:
+        assert int(D.mix32(np.uint64(w))) == mix32_int(w)
+    assert [int(v) for v in D.mix32_plain(np.array(words, dtype=np.uint32))] == [mix32_int(w) for w in words]
+
+
+@pytest.mark.parametrize("p", [0.0, 0.1, 0.5, 0.9, 1.0])
+def test_dropout_mask_equals_plain(p: float, threads: int) -> None:
+    for seed, t in [(0, 0), (12345, 7), (0xFFFFFFFF, 0xFFFFFFFF)]:
+        m = D.mask(37, 41, seed, t, F32(p))
+        assert same_bits(m, D.mask_plain(37, 41, seed, t, F32(p)))
+    # the first factor by hand: key = mix32(seed ^ mix32(t)), h = mix32(key + 0), u = (h >> 8) / 2^24
+    key = mix32_int(5 ^ mix32_int(3))
+    u = F32(mix32_int(key) >> 8) / F32(16777216.0)
+    scale = D.scale_of(F32(p))
+    assert D.mask(1, 1, 5, 3, F32(p))[0, 0] == (F32(0.0) if u < F32(p) else scale)
+
+
+def test_dropout_p0_identity_and_p1() -> None:
+    lay = Dropout(4, 6, 0.0, 99)
+    x = np.concatenate([SPECIALS[:24]]).reshape(4, 6).astype(F32)
+    r = lay.fwd(DropP(17), x)
+    assert same_bits(r.y, x)                      # factor 1 everywhere: x * 1 keeps every bit (-0, NaN)
+    assert np.all(r.s == F32(1.0))
+    lay1 = Dropout(4, 6, 1.0, 99)
+    r1 = lay1.fwd(DropP(0), np.ones((4, 6), F32))
+    assert np.all(r1.s == 0) and np.all(r1.y == 0)
+
+
+def test_dropout_kept_fraction() -> None:
+    n, c, p = 200, 500, 0.3
+    k = D.mask(n, c, 2024, 11, F32(p))
+    kept = float(np.mean(k != 0))
+    # binomial: sd = sqrt(p (1 - p) / 1e5) = 0.00145; 5 sd
+    assert abs(kept - (1 - p)) < 5 * 0.00145
+    assert set(np.unique(k).tolist()) == {0.0, float(F32(F32(1.0) / F32(F32(1.0) - F32(p))))}
+    # another step or another seed gives another mask
+    assert not np.array_equal(k, D.mask(n, c, 2024, 12, F32(p)))
+    assert not np.array_equal(k, D.mask(n, c, 2025, 11, F32(p)))
+
+
+def test_dropout_layer() -> None:
+    lay = Dropout(3, 4, 0.5, 7)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 4)).astype(F32)
+    d0 = lay.zeros()
+    assert d0 == DropP(0) and lay.count() == 1
+    r = lay.fwd(d0, x)
+    assert same_bits(r.s, D.mask(3, 4, 7, 0, F32(0.5))) and same_bits(r.y, x * r.s)
+    dy = rng.standard_normal((3, 4)).astype(F32)
+    b = lay.bwd(r.p, r.s, dy, lay.zeros())
+    assert same_bits(b.dx, dy * r.s) and b.g == DropP(0)
+    st = lay.step(opt_at(CSGD(F32(0.1)), F32(0), F32(0)), DropP(5), DropP(0), NoMom())
+    assert st.p == DropP(6)
+    assert lay.step(opt_at(CSGD(F32(0.1)), F32(0), F32(0)), DropP(0xFFFFFFFF), DropP(0), NoMom()).p == DropP(0)
+    for t in [0, 1, 0x7F800001, 0xFFC00001, 0xFFFFFFFF]:   # NaN bit patterns included
+        flat = lay.dump(DropP(t))
+        assert flat.dtype == F32 and int(flat.view(np.uint32)[0]) == t
+        xs = np.zeros(3, dtype=F32)
+        assert lay.store(DropP(t), xs, 1) == 2 and int(xs.view(np.uint32)[1]) == t
+        ld = lay.load(DropP(0), xs, 1)
+        assert ld.p == DropP(t) and ld.off == 2
+    with pytest.raises(ValueError):
+        Dropout(2, 2, 0.5, -1)
+    with pytest.raises(ValueError):
+        Dropout(2, 2, 0.5, 2**32)
