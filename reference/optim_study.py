@@ -106,9 +106,9 @@ def _madd(c: Causes, a: Any, b: Any, acc: Any) -> A32:
     return np.asarray(acc + np.asarray(a, F32) * np.asarray(b, F32), F32)
 
 
-def emulate(kind: str, c: Causes, st: EState, g: A32) -> None:
+def emulate(kind: str, c: Causes, st: EState, g: A32, hp: dict[str, float] | None = None) -> None:
     """One step of `kind` in _single_tensor_sgd / _single_tensor_adam's order, in place on st."""
-    hp = HP[kind]
+    hp = hp or HP[kind]
     st.t += 1
     t = st.t
     if kind == "SGD":
@@ -147,10 +147,10 @@ def emulate(kind: str, c: Causes, st: EState, g: A32) -> None:
 
 # ---- the three libraries over a fixed sequence of gradients ---------------------------------------------------
 
-def cfg_of(kind: str) -> Any:
+def cfg_of(kind: str, hp: dict[str, float] | None = None) -> Any:
     """impl's configuration (impl.optim) for the study's hyperparameters; the oracle reads the same one."""
     from impl import optim as O
-    hp = HP[kind]
+    hp = hp or HP[kind]
     if kind == "SGD":
         return O.CSGD(F32(hp["lr"]))
     if kind == "Momentum":
@@ -160,11 +160,11 @@ def cfg_of(kind: str) -> Any:
     return O.adamw(lr=hp["lr"], b1=hp["b1"], b2=hp["b2"], eps=hp["eps"], wd=hp["wd"])
 
 
-def impl_run(kind: str, w0: A32, grads: list[A32]) -> list[A32]:
+def impl_run(kind: str, w0: A32, grads: list[A32], hp: dict[str, float] | None = None) -> list[A32]:
     """impl's weights after each step: impl.optim.opt_mat with opt_at(cfg, q1, q2), q advanced as Train.step does
     (impl/train.py, main.bend line 925)."""
     from impl import optim as O
-    cfg = cfg_of(kind)
+    cfg = cfg_of(kind, hp)
     w = w0.copy()
     st: Any = O.state_new(cfg, lambda: np.zeros_like(w0))
     q1 = q2 = F32(0.0)
@@ -178,11 +178,12 @@ def impl_run(kind: str, w0: A32, grads: list[A32]) -> list[A32]:
     return out
 
 
-def oracle_run(kind: str, w0: A32, grads: list[A32]) -> list[npt.NDArray[np.float64]]:
+def oracle_run(kind: str, w0: A32, grads: list[A32],
+               hp: dict[str, float] | None = None) -> list[npt.NDArray[np.float64]]:
     """The oracle's weights (float64) after each step, from the same float32 gradients: oracle.optim.opt_mat with
     oracle.optim.opt_at_step (1 - b^t exact), on impl's configuration read as decimals."""
     from oracle import optim as OO
-    cfg = cfg_of(kind)
+    cfg = cfg_of(kind, hp)
     w = w0.astype(F64)
     st: Any = OO.state_new(cfg, lambda: np.zeros_like(w))
     out = []
@@ -248,13 +249,14 @@ def _ulp_between(a: A32, b: A32) -> float:
 
 
 def study(kind: str, shape: tuple[int, int] = (7, 13), seed: int = 0, steps: int = 100,
-          emulate_steps: bool = True) -> StudyResult:
+          emulate_steps: bool = True, hp: dict[str, float] | None = None) -> StudyResult:
     """impl, torch.optim and the oracle over `steps` steps from the same w0 and gradients, with the emulations."""
     from reference.torch_ref import run_optimizer
     w0, grads = inputs(shape, seed, steps)
-    wi = impl_run(kind, w0, grads)
-    wt = run_optimizer(kind, HP[kind], w0, grads)
-    wo = oracle_run(kind, w0, grads)
+    hp = hp or HP[kind]
+    wi = impl_run(kind, w0, grads, hp)
+    wt = run_optimizer(kind, hp, w0, grads)
+    wo = oracle_run(kind, w0, grads, hp)
     res = StudyResult(kind, shape, steps, int(np.prod(shape)))
     for k in range(steps):
         res.differ.append(int(np.sum(wi[k] != wt[k])))
@@ -271,8 +273,8 @@ def study(kind: str, shape: tuple[int, int] = (7, 13), seed: int = 0, steps: int
         et_ = EState(w0.copy(), np.zeros_like(w0), np.zeros_like(w0))
         ei_ = EState(w0.copy(), np.zeros_like(w0), np.zeros_like(w0))
         for k, g in enumerate(grads):
-            emulate(kind, TORCH, et_, g)
-            emulate(kind, IMPL, ei_, g)
+            emulate(kind, TORCH, et_, g, hp)
+            emulate(kind, IMPL, ei_, g, hp)
             res.emul_torch_equal &= bool(np.array_equal(et_.w, wt[k]))
             res.emul_impl_equal &= bool(np.array_equal(ei_.w, wi[k]))
         for name in ("fma", "scal64", "mkl_sqrt"):
@@ -282,8 +284,8 @@ def study(kind: str, shape: tuple[int, int] = (7, 13), seed: int = 0, steps: int
             s2 = EState(w0.copy(), np.zeros_like(w0), np.zeros_like(w0))
             n1 = n2 = 0
             for k, g in enumerate(grads):
-                emulate(kind, wo_c, s1, g)
-                emulate(kind, on_c, s2, g)
+                emulate(kind, wo_c, s1, g, hp)
+                emulate(kind, on_c, s2, g, hp)
                 n1 += int(np.sum(s1.w != wt[k]))
                 n2 += int(np.sum(s2.w != wi[k]))
             res.without[name] = n1
