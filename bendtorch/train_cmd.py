@@ -118,7 +118,7 @@ def run(a: argparse.Namespace) -> int:
     losses: list[float] = []
     step_s: list[float] = []
 
-    from tqdm import tqdm
+    from tqdm import tqdm  # type: ignore[import-untyped]
 
     bar = tqdm(range(1, a.steps + 1), desc=f"train {a.model}", unit="step", disable=a.no_bar, file=sys.stderr)
     t0 = time.perf_counter()

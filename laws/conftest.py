@@ -6,6 +6,7 @@ in the tests with @example."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -26,3 +27,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     name = config.getoption("--profile") or os.environ.get("BENDTORCH_LAWS_PROFILE", "ci")
     settings.load_profile(name)
+
+
+@pytest.fixture(autouse=True)
+def _one_numba_thread() -> Any:
+    """numba's kernels run on one thread in the laws unless a law asks for more (attn_par_*, determinism and the
+    checkpoint laws set 1 and 2 threads themselves): the bits never depend on it, and on this shared 2-core machine a
+    parallel launch of a tiny kernel on 2 threads costs about 17 ms (OpenMP threads waiting for a busy core) against
+    3 microseconds on one, which would dominate the suite's time."""
+    import numba
+    old = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)

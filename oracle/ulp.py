@@ -64,18 +64,20 @@ def ulp_stats(errs: npt.ArrayLike) -> dict[str, Any]:
 import math  # noqa: E402
 
 import numba  # noqa: E402
+import numpy as np  # noqa: E402,F811
 
 
 @numba.njit(cache=True)
 def ulp32_1(exact: float) -> float:
-    """ulp32 of one float64 value (2^-149 below 2^-126; inf for inf and NaN)."""
+    """ulp32 of one float64 value (2^-149 below 2^-126; inf for inf and NaN). The binade's exponent is read from
+    the float64's exponent field (|y| >= 2^-126 is a normal float64), 2^(e - 23) built from its bits."""
     y = abs(exact)
     if not (y < math.inf):
         return math.inf
     if y < 2.0 ** _MIN_NORMAL_EXP:
         return 2.0 ** -149
-    e = math.frexp(y)[1] - 1
-    return math.ldexp(1.0, e - 23)
+    e = np.int64((np.float64(y).view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF))  # biased: e - 1023
+    return np.uint64((e - 23) << 52).view(np.float64)
 
 
 @numba.njit(cache=True)

@@ -3,7 +3,8 @@ table, each with how to build it in impl / oracle (by name, `reference.libs`), i
 random inputs, its shapes and seeds, and its pass criterion: the tests (reference/test_*.py) and `bendtorch report`
 both read this list and `judge`, so they cannot disagree.
 
-Pass criterion of one output of one case (`judge`):
+Pass criterion of one output of an op (`judge`, on reference.compare.run_op's figures: element-wise statistics pooled
+over every value of every case, the normwise error the worst of any case):
   * impl's normwise error against the oracle, max |x - exact| / ulp32(max |exact|) (reference.compare.normwise: a
     relative bound in ulps of the output's largest exact value), <= `bound`, and where the output is well
     conditioned element by element, impl's element-wise max ulp error <= `bound_elem` (each with its reason in
@@ -202,7 +203,7 @@ def _dropout_torch(d: Dims) -> Callable[..., Any]:
 
 # ---- losses ----------------------------------------------------------------------------------------------------
 
-def _labels(r: np.random.Generator, d: Dims) -> Arr:
+def _labels(r: np.random.Generator, d: Dims) -> Any:
     return r.integers(0, d["c"], d["n"]).astype(np.int64)
 
 

@@ -25,13 +25,15 @@ _READY = False
 
 
 def torch_mod() -> Any:
-    """torch, set to 2 threads and float32 defaults (once)."""
+    """torch on 2 threads (set again if something else changed it, e.g. the erf sweep's workers use 1), float32
+    defaults."""
     global _READY
     import torch
     if not _READY:
-        torch.set_num_threads(2)
         torch.set_default_dtype(torch.float32)
         _READY = True
+    if torch.get_num_threads() != 2:
+        torch.set_num_threads(2)
     return torch
 
 

@@ -101,17 +101,38 @@ def _fmax(a: np.float32, b: np.float32) -> np.float32:
 
 
 @numba.njit(cache=True)
+def _cols_t(a: F, r0: int, t: int, c0: int, hd: int) -> F:
+    """The head's block a[r0..r0+t, c0..c0+hd] transposed (hd x t), so that the dots of one row against
+    consecutive rows run as independent sums side by side (each still over d in order from +0.0)."""
+    bt = np.empty((hd, t), dtype=np.float32)
+    for j in range(t):
+        for d in range(hd):
+            bt[d, j] = a[r0 + j, c0 + d]
+    return bt
+
+
+@numba.njit(cache=True)
+def _dots(a: F, ai: int, ac: int, bt: F, hd: int, m: int, out: F) -> None:
+    """out[j] = a[ai, ac+0]*bt[0, j] + a[ai, ac+1]*bt[1, j] + ... (hd terms, left to right from +0.0) for
+    j = 0..m-1: the seed's drow (line 2232) of row ai against m consecutive rows, one sdot each (line 1304)."""
+    for j in range(m):
+        out[j] = _ZERO
+    for d in range(hd):
+        x = a[ai, ac + d]
+        for j in range(m):
+            out[j] += x * bt[d, j]
+
+
+@numba.njit(cache=True)
 def _probs(q: F, k: F, p: F, r0: int, t: int, hd: int, hc: int, kc: int, sc: np.float32) -> None:
     """One head's P (t x t) of the sequence at rows r0.. (probs, line 2303): rows 0..t-1 in order, positions 0..i
     written, the rest left as they are (zeros: p is created zero and only ever written at j <= i)."""
+    kt = _cols_t(k, r0, t, kc, hd)
+    srow = np.empty(t, dtype=np.float32)
     for i in range(t):
-        qi = r0 + i
+        _dots(q, r0 + i, hc, kt, hd, i + 1, srow)
         for j in range(i + 1):
-            kj = r0 + j
-            s = _ZERO
-            for d in range(hd):
-                s += q[qi, hc + d] * k[kj, kc + d]
-            p[i, j] = s * sc
+            p[i, j] = srow[j] * sc
         # psmc over the i + 1 positions written
         m = p[i, 0]
         for j in range(1, i + 1):
@@ -154,18 +175,16 @@ def _bwd_unit(q: F, k: F, v: F, dd: F, dq: F, dk: F, dv: F, bi: int, j: int, t: 
     p = np.zeros((t, t), dtype=np.float32)
     gm = np.zeros((t, t), dtype=np.float32)
     acc = np.empty(hd, dtype=np.float32)
+    srow = np.empty(t, dtype=np.float32)
     for hi in range(j * g, j * g + g):
         hc, kc = head_cols(hi, g, hd)
         _probs(q, k, p, r0, t, hd, hc, kc, sc)
         # G row by row (grow, line 2464)
+        vt = _cols_t(v, r0, t, kc, hd)
         for i in range(t):
-            di = r0 + i
+            _dots(dd, r0 + i, hc, vt, hd, i + 1, srow)
             for jj in range(i + 1):
-                vj = r0 + jj
-                s = _ZERO
-                for d in range(hd):
-                    s += dd[di, hc + d] * v[vj, kc + d]
-                gm[i, jj] = s
+                gm[i, jj] = srow[jj]
             s = _ZERO
             for jj in range(i + 1):
                 s += gm[i, jj] * p[i, jj]

@@ -1,0 +1,417 @@
+"""Helpers for the error-analysis notebooks (notebooks/0*.ipynb, issue 7). Import it first in a notebook:
+
+    import nbutil as U
+
+Importing it puts the project root on sys.path (so `impl`, `oracle`, `reference` and `reports` import from a clone
+without an install) and, unless the caller set it, runs numba's parallel kernels on one thread
+(NUMBA_NUM_THREADS=1): the notebooks' arrays are small, and on a shared 2-core machine numba's thread pool costs
+100x more than it saves on a tiny Llama step. impl's kernels give the same bits on any thread count, so the figures
+do not change. PyTorch runs float32 on 2 threads (reference.torch_ref.torch_mod).
+
+What lives here (nothing in impl/ is changed):
+- sizes: `size()` reads BENDTORCH_NB_SIZE ("small", the default and CI's, or "full");
+- the variants the seed replaced, written as numba kernels in the seed's float32 order so that impl can be set beside
+  them: cross-entropy with a running float32 sum of exponentials (`ce_rows_running`), cross-entropy's old pick
+  loss - log(max(p[y], 1e-12)) (`ce_rows_oldpick`), a running float32 sum (`running_sum`), and RMSNorm / LayerNorm
+  whose row sums are pairwise (impl's tree_sum order) instead of left to right (`rms_fwd_pairwise`,
+  `ln_fwd_pairwise`);
+- training of impl's tiny Llama (impl.llama) under impl (any optimizer configuration), under the oracle (float64)
+  and under PyTorch (torch.optim.AdamW, foreach=False), from the same weights and batches, recording the parameters
+  after every step (`train_impl`, `train_oracle`, `train_torch`) and their drift from float64 (`drift`);
+- `normwise_u(x, exact)`: max |x - exact| / max |exact| in units of u = 2^-24.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+import numpy.typing as npt  # noqa: E402
+
+from impl.kernels.losses import tree_sum_inplace  # noqa: E402
+from impl.kernels.rows import row_max  # noqa: E402
+
+F32 = np.float32
+U = 2.0 ** -24
+F = npt.NDArray[np.float32]
+_ZERO = np.float32(0.0)
+_ONE = np.float32(1.0)
+_TINY = np.float32(0.000000000001)
+
+
+def size() -> str:
+    """"small" (default; what CI runs) or "full", from the environment variable BENDTORCH_NB_SIZE."""
+    s = os.environ.get("BENDTORCH_NB_SIZE", "small").strip().lower()
+    if s not in ("small", "full"):
+        raise ValueError(f"BENDTORCH_NB_SIZE must be small or full, got {s!r}")
+    return s
+
+
+def torch() -> Any:
+    """torch, float32, on 2 threads (reference.torch_ref.torch_mod)."""
+    from reference.torch_ref import torch_mod
+    return torch_mod()
+
+
+def normwise_u(x: Any, exact: Any) -> float:
+    """max |x - exact| / max |exact|, in units of u = 2^-24 (float32's unit roundoff)."""
+    x64 = np.asarray(x, dtype=np.float64)
+    e64 = np.asarray(exact, dtype=np.float64)
+    return float(np.max(np.abs(x64 - e64)) / np.max(np.abs(e64)) / U)
+
+
+class Timer:
+    """with Timer() as t: ...; t.s is the elapsed seconds."""
+
+    def __enter__(self) -> "Timer":
+        self.t0 = time.perf_counter()
+        self.s = 0.0
+        return self
+
+    def __exit__(self, *a: Any) -> None:
+        self.s = time.perf_counter() - self.t0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# sums
+# ---------------------------------------------------------------------------------------------------------------
+
+@numba.njit(cache=True)
+def running_sum(a: F) -> np.float32:
+    """((0 + a[0]) + a[1]) + ... in float32: the seed's left-to-right order (sdot's, main.bend line 1304)."""
+    s = _ZERO
+    for k in range(a.size):
+        s = s + a[k]
+    return s
+
+
+def tree_sum(a: F) -> np.float32:
+    """impl's tree_sum (main.bend line 2808), on a copy."""
+    sc = np.array(a, dtype=F32, copy=True).reshape(-1)
+    return F32(tree_sum_inplace(sc, sc.size))
+
+
+@numba.njit(cache=True)
+def squares_running(x: F) -> np.float32:
+    """sum of x[k]*x[k], left to right from +0.0 (ssq's order, main.bend line 1562)."""
+    s = _ZERO
+    for k in range(x.size):
+        s = s + x[k] * x[k]
+    return s
+
+
+@numba.njit(cache=True)
+def squares_tree(x: F) -> np.float32:
+    """sum of x[k]*x[k] by tree_sum (main.bend line 2808), each square rounded to float32 first."""
+    q = np.empty(x.size, dtype=np.float32)
+    for k in range(x.size):
+        q[k] = x[k] * x[k]
+    return tree_sum_inplace(q, x.size)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# cross-entropy variants, one term per row: term = loss of the row (what the seed subtracts, negated)
+# ---------------------------------------------------------------------------------------------------------------
+
+@numba.njit(cache=True)
+def ce_rows_running(z: F, lab: npt.NDArray[np.int64]) -> F:
+    """Each row's loss (z[y] - m) - log(s) negated, with s the running float32 sum of exp(z[j] - m) from +0.0
+    (pexp's order, main.bend line 1334): the sum cross-entropy used before tree_sum (line 2811)."""
+    n, c = z.shape
+    out = np.empty(n, dtype=np.float32)
+    for i in range(n):
+        m = row_max(z, i)
+        s = _ZERO
+        for j in range(c):
+            s = s + math.exp(z[i, j] - m)
+        out[i] = -((z[i, lab[i]] - m) - math.log(s))
+    return out
+
+
+@numba.njit(cache=True)
+def ce_rows_tree(z: F, lab: npt.NDArray[np.int64]) -> F:
+    """The same with s = tree_sum of the exponentials: impl's CrossEntropy row term (main.bend line 2849)."""
+    n, c = z.shape
+    out = np.empty(n, dtype=np.float32)
+    e = np.empty(c, dtype=np.float32)
+    for i in range(n):
+        m = row_max(z, i)
+        for j in range(c):
+            e[j] = math.exp(z[i, j] - m)
+        s = tree_sum_inplace(e, c)
+        out[i] = -((z[i, lab[i]] - m) - math.log(s))
+    return out
+
+
+@numba.njit(cache=True)
+def ce_rows_oldpick(z: F, lab: npt.NDArray[np.int64]) -> F:
+    """The old pick (main.bend line 2848): each row's loss -log(max(p[y], 1e-12)), p[y] = exp(z[y] - m) / s with s
+    the tree sum, F32.max(a, b) = b if a < b else a."""
+    n, c = z.shape
+    out = np.empty(n, dtype=np.float32)
+    e = np.empty(c, dtype=np.float32)
+    for i in range(n):
+        m = row_max(z, i)
+        for j in range(c):
+            e[j] = math.exp(z[i, j] - m)
+        py = e[lab[i]]
+        s = tree_sum_inplace(e, c)
+        p = py / s
+        p = _TINY if p < _TINY else p
+        out[i] = -math.log(p)
+    return out
+
+
+def ce_rows_oracle(z: Any, lab: Any) -> npt.NDArray[np.float64]:
+    """Each row's loss from the oracle's CrossEntropy (float64, exact to a few float64 ulps), one row at a time."""
+    import oracle
+    z64 = np.asarray(z, dtype=np.float64)
+    n, c = z64.shape
+    loss = oracle.CrossEntropy(1, c)
+    return np.array([float(loss(z64[i:i + 1], np.asarray(lab[i:i + 1], np.int64)).loss) for i in range(n)])
+
+
+def ce_rows_torch(z: Any, lab: Any) -> F:
+    """Each row's loss from torch.nn.functional.cross_entropy(reduction="none"), float32, 2 threads."""
+    t = torch()
+    with t.no_grad():
+        r = t.nn.functional.cross_entropy(t.from_numpy(np.ascontiguousarray(z, F32)),
+                                          t.from_numpy(np.asarray(lab, np.int64)), reduction="none")
+    return np.asarray(r.numpy(), F32)
+
+
+def ce_rows_impl(z: Any, lab: Any) -> F:
+    """Each row's loss from impl's CrossEntropy layer (1 row at a time, so the mean over 1 row is the row's term)."""
+    import impl
+    z32 = np.ascontiguousarray(z, F32)
+    n, c = z32.shape
+    loss = impl.CrossEntropy(1, c)
+    return np.array([loss(z32[i:i + 1].copy(), np.asarray(lab[i:i + 1], np.int64)).loss for i in range(n)], F32)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# RMSNorm and LayerNorm with pairwise row sums (the same expressions as impl.kernels.rows, another order)
+# ---------------------------------------------------------------------------------------------------------------
+
+@numba.njit(cache=True)
+def rms_fwd_pairwise(x: F, g: F, eps: np.float32) -> F:
+    """RMSNorm's forward (main.bend line 1589) with the row's sum of squares taken by tree_sum instead of left to
+    right: r = 1 / sqrt(s / d + eps); y = g * (x * r)."""
+    n, d = x.shape
+    df = np.float32(d)
+    y = np.empty((n, d), dtype=np.float32)
+    q = np.empty(d, dtype=np.float32)
+    for i in range(n):
+        for j in range(d):
+            q[j] = x[i, j] * x[i, j]
+        s = tree_sum_inplace(q, d)
+        r = _ONE / math.sqrt(s / df + eps)
+        for j in range(d):
+            y[i, j] = g[0, j] * (x[i, j] * r)
+    return y
+
+
+@numba.njit(cache=True)
+def ln_fwd_pairwise(x: F, g: F, b: F, eps: np.float32) -> F:
+    """LayerNorm's forward (main.bend line 1728) with the row's sum and its sum of centred squares taken by tree_sum
+    instead of left to right: mu = sum / d; v = sum (x - mu)^2; r = 1 / sqrt(v / d + eps);
+    y = ((x - mu) * r) * g + b."""
+    n, d = x.shape
+    df = np.float32(d)
+    y = np.empty((n, d), dtype=np.float32)
+    q = np.empty(d, dtype=np.float32)
+    for i in range(n):
+        for j in range(d):
+            q[j] = x[i, j]
+        mu = tree_sum_inplace(q, d) / df
+        for j in range(d):
+            q[j] = (x[i, j] - mu) * (x[i, j] - mu)
+        v = tree_sum_inplace(q, d)
+        r = _ONE / math.sqrt(v / df + eps)
+        for j in range(d):
+            y[i, j] = ((x[i, j] - mu) * r) * g[0, j] + b[0, j]
+    return y
+
+
+def norm_errors(kind: str, d: int, rows: int, seed: int, scale: float = 1.0, offset: float = 0.0
+                ) -> dict[str, npt.NDArray[np.float64]]:
+    """Per-row normwise errors (units of u) of a norm's output at width d against the oracle's (float64):
+    impl (left to right), pairwise (tree_sum) and PyTorch float32. kind is "rms" (RMSNorm, PyTorch's
+    F.rms_norm) or "ln" (LayerNorm, F.layer_norm). x ~ offset + scale N(0, 1); gain ~ 1 + 0.1 N(0, 1), bias
+    0.1 N(0, 1)."""
+    import impl
+    import oracle
+    t = torch()
+    rng = np.random.default_rng(seed)
+    x = (F32(offset) + F32(scale) * rng.standard_normal((rows, d), dtype=F32)).astype(F32)
+    g = (F32(1.0) + F32(0.1) * rng.standard_normal((1, d), dtype=F32)).astype(F32)
+    b = (F32(0.1) * rng.standard_normal((1, d), dtype=F32)).astype(F32)
+    eps = F32(1e-5)
+    if kind == "rms":
+        yi = impl.RMSNorm(rows, d).fwd(g, x).y
+        yo = oracle.RMSNorm(rows, d).fwd(g.astype(np.float64), x.astype(np.float64)).y
+        yp = rms_fwd_pairwise(x, g, eps)
+        with t.no_grad():
+            yt = t.nn.functional.rms_norm(t.from_numpy(x), (d,), t.from_numpy(g.reshape(-1)), eps=1e-5).numpy()
+    elif kind == "ln":
+        yi = impl.LayerNorm(rows, d).fwd(impl.LN(g, b), x).y
+        yo = oracle.LayerNorm(rows, d).fwd(oracle.LN(g.astype(np.float64), b.astype(np.float64)),
+                                           x.astype(np.float64)).y
+        yp = ln_fwd_pairwise(x, g, b, eps)
+        with t.no_grad():
+            yt = t.nn.functional.layer_norm(t.from_numpy(x), (d,), t.from_numpy(g.reshape(-1)),
+                                            t.from_numpy(b.reshape(-1)), eps=1e-5).numpy()
+    else:
+        raise ValueError(kind)
+    out = {}
+    for name, y in (("impl", yi), ("pairwise", yp), ("torch", yt)):
+        out[name] = np.array([normwise_u(y[i], yo[i]) for i in range(rows)])
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the tiny Llama: batches, training under impl, the oracle and PyTorch, drift
+# ---------------------------------------------------------------------------------------------------------------
+
+def corpus_tokens() -> npt.NDArray[np.int64]:
+    """data/corpus.txt as bytes (the tiny Llama's tokens)."""
+    return np.frombuffer((ROOT / "data" / "corpus.txt").read_bytes(), dtype=np.uint8).astype(np.int64)
+
+
+def batches(steps: int, b: int, t: int, seed: int) -> list[tuple[Any, Any]]:
+    """`steps` batches of b windows of t + 1 corpus tokens (impl.llama.batch_at), from one generator."""
+    from impl import llama
+    toks = corpus_tokens()
+    rng = np.random.default_rng(seed)
+    return [llama.batch_at(toks, b, t, rng) for _ in range(steps)]
+
+
+def _flat_named(d: dict[str, Any]) -> npt.NDArray[np.float64]:
+    return np.concatenate([np.asarray(d[k], dtype=np.float64).reshape(-1) for k in sorted(d)])
+
+
+def train_impl(model: Any, cfg: Any, p0: Any, data: Sequence[tuple[Any, Any]]) -> tuple[list[Any], list[float]]:
+    """impl's training (impl.train.train_step) from a copy of p0 (float32): the flat parameters (sorted by Hugging
+    Face name, float64 copies) after each step, and the losses."""
+    from impl import llama
+    from impl.train import train_new, train_step
+    tr = train_new(model.layer, cfg, llama.cast(p0, np.float32))
+    ps, losses = [], []
+    for x, y in data:
+        tr = train_step(model.layer, model.loss, cfg, tr, x, y)
+        ps.append(_flat_named(llama.named(model.names, tr.p)))
+        losses.append(float(tr.loss))
+    return ps, losses
+
+
+def train_oracle(model: Any, cfg: Any, p0: Any, data: Sequence[tuple[Any, Any]]) -> tuple[list[Any], list[float]]:
+    """The oracle's training (oracle.train.train_step, float64, exact 1 - b^t) from p0 read exactly in float64."""
+    from impl import llama
+    from oracle.train import train_new, train_step
+    tr = train_new(model.layer, cfg, llama.cast(p0, np.float64))
+    ps, losses = [], []
+    for x, y in data:
+        tr = train_step(model.layer, model.loss, cfg, tr, x, y)
+        ps.append(_flat_named(llama.named(model.names, tr.p)))
+        losses.append(float(tr.loss))
+    return ps, losses
+
+
+def train_torch(lcfg: Any, b: int, weights: dict[str, Any], data: Sequence[tuple[Any, Any]], lr: float,
+                wd: float = 0.01, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8
+                ) -> tuple[list[Any], list[float]]:
+    """PyTorch float32 (reference.torch_llama.TorchLlama, Hugging Face's Llama) trained by torch.optim.AdamW
+    (foreach=False) from the same weights and batches."""
+    t = torch()
+    from reference.torch_llama import TorchLlama
+    tm = TorchLlama(lcfg, weights, t.float32)
+    opt = t.optim.AdamW(tm.params(), lr=lr, betas=betas, eps=eps, weight_decay=wd, foreach=False)
+    ps, losses = [], []
+    for x, y in data:
+        opt.zero_grad()
+        loss, _ = tm.loss(x, y, b)
+        loss.backward()
+        opt.step()
+        ps.append(_flat_named({k: v.detach().numpy() for k, v in tm.p.items()}))
+        losses.append(float(loss.detach()))
+    return ps, losses
+
+
+def drift(ps: Sequence[Any], ref: Sequence[Any]) -> npt.NDArray[np.float64]:
+    """Per step, ||p - p64||_2 / ||p64||_2 over every parameter at once (the distance from the float64 run)."""
+    return np.array([float(np.linalg.norm(a - r) / np.linalg.norm(r)) for a, r in zip(ps, ref)])
+
+
+def tiny_setup(b: int, seed: int) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+    """(lcfg, impl model, oracle model, float32 initial parameters, {name: weight}) for the tiny Llama."""
+    import impl
+    import oracle
+    from impl import llama
+    lcfg = llama.config("tiny")
+    mi, mo = llama.build(impl, lcfg, b), llama.build(oracle, lcfg, b)
+    p0 = mi.init(seed)
+    weights = {k: np.array(v, copy=True) for k, v in llama.named(mi.names, p0).items()}
+    return lcfg, mi, mo, p0, weights
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# erf
+# ---------------------------------------------------------------------------------------------------------------
+
+def erf_full_results() -> dict[str, Any] | None:
+    """The full erf sweep's report (reports/results/erf/erf_sweep.json), when it has been run, else None."""
+    import json
+    p = ROOT / "reports" / "results" / "erf" / "erf_sweep.json"
+    if not p.exists():
+        return None
+    rep: dict[str, Any] = json.loads(p.read_text())
+    return rep if str(rep.get("mode", "")).startswith("full") else None
+
+
+def erf_patterns(n: int, seed: int) -> npt.NDArray[np.uint32]:
+    """n positive float32 bit patterns drawn uniformly at random from [0, 2^31) (an unbiased sample of the float32
+    line's patterns: the sweep's evenly spaced sample keeps the low mantissa bits fixed, which biases the fraction of
+    correctly rounded results), plus every special value of reports.erf_sweep, padded to a multiple of 32 (torch's
+    whole-vector loops)."""
+    from reports import erf_sweep as S
+    rng = np.random.default_rng(seed)
+    allb = np.unique(np.concatenate([rng.integers(0, 1 << 31, n, dtype=np.int64).astype(np.uint32),
+                                     S.special_patterns()]))
+    while allb.size % 32:
+        extra = rng.integers(0, 1 << 31, (-allb.size) % 32, dtype=np.int64).astype(np.uint32)
+        allb = np.unique(np.concatenate([allb, extra]))
+    return allb
+
+
+def erf_sample_results(n: int, seed: int = 0) -> dict[str, Any]:
+    """The erf sweep's figures (reports.erf_sweep.process_bits and build_report: impl, torch.erf and PyTorch GELU's
+    internal erf against the correctly rounded erf) on `erf_patterns(n, seed)` and their negatives; the
+    accumulators are kept under "_tot" for plotting."""
+    from reports import erf_sweep as S
+    t0 = time.perf_counter()
+    tot = S.process_bits(erf_patterns(n, seed))
+    rep: dict[str, Any] = S.build_report(tot, f"random sample ({2 * int(tot['n_patterns'][0])} inputs)",
+                                         time.perf_counter() - t0, f"nbutil.erf_sample_results({n}, {seed})", 1)
+    rep["seed_claims"] = S.seed_claims(rep)
+    rep["_tot"] = tot
+    return rep
+
+
+def stats_line(name: str, errs: Any) -> str:
+    e = np.asarray(errs, dtype=np.float64)
+    return f"{name:>12}: max {np.max(e):8.3f}  p99 {np.quantile(e, 0.99):8.3f}  median {np.median(e):8.3f}"
+
+
+Fn = Callable[..., Any]

@@ -1,0 +1,192 @@
+"""Bad input (issue 2, "Bad input"): each case gets either the seed's behaviour or a clear error, and each test shows
+which, in impl and in the oracle (and PyTorch where it has the same case).
+
+  shapes that do not meet        ShapeError at composition time, naming both layers and both shapes
+  a value of the wrong shape      ShapeError from the layer's checked fwd / bwd / loss call
+  label count != batch            ValueError naming the loss
+  negative / non-integer labels   ValueError naming the loss and the bad label
+  a label >= c                    the seed's behaviour: CrossEntropy picks probability 0 clamped at 1e-12 (the row
+                                  adds -log(1e-12) = 27.63 to the sum), NLL picks 0.0 and leaves the row's gradient 0
+  NaN / Inf in inputs             no error; they propagate as the arithmetic makes them, the same positions as in
+                                  the oracle
+  Adam c1, c2 not 1 - b1, 1 - b2  impl.optim.cfg_check raises ConfigError naming the fields; Train.new with it
+                                  poisons the state: the first loss is finite, every later loss is NaN
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import oracle
+from impl import optim as O
+from impl import train as IT
+from impl.protocol import ConfigError, ShapeError
+from reference.libs import IMPL, ORACLE, Lib
+
+F32 = np.float32
+LIBS = [IMPL, ORACLE]
+
+
+@pytest.mark.parametrize("L", LIBS, ids=["impl", "oracle"])
+def test_seq_shapes_that_do_not_meet(L: Lib) -> None:
+    a, b = L.Linear(4, 7, 5), L.ReLU(4, 6)
+    with pytest.raises(ShapeError) as e:
+        L.Seq(a, b)
+    msg = str(e.value)
+    assert a.name in msg and b.name in msg and "Mat[4 x 5]" in msg and "Mat[4 x 6]" in msg, msg
+
+
+@pytest.mark.parametrize("L", LIBS, ids=["impl", "oracle"])
+def test_fork_and_tie_shapes_that_do_not_meet(L: Lib) -> None:
+    with pytest.raises(ShapeError, match="Fork"):
+        L.Fork(L.Linear(4, 7, 5), L.Linear(4, 6, 5))
+    with pytest.raises(ShapeError, match="Tie"):
+        L.Tie(L.Linear(4, 6, 6), L.Tanh(4, 5), L.Linear(4, 6, 6))
+    with pytest.raises(ShapeError, match="Residual"):
+        L.Residual(L.Linear(4, 6, 5))
+
+
+def test_impl_and_oracle_layers_do_not_mix() -> None:
+    with pytest.raises(ShapeError, match="do not mix"):
+        IMPL.Seq(IMPL.Linear(4, 7, 5), ORACLE.ReLU(4, 5))
+
+
+@pytest.mark.parametrize("L", LIBS, ids=["impl", "oracle"])
+def test_wrong_shape_at_call_time(L: Lib) -> None:
+    lay = L.Linear(4, 7, 5)
+    with pytest.raises(ShapeError, match="input x"):
+        lay.fwd(lay.zeros(), np.zeros((4, 6), L.dtype))
+    with pytest.raises(ShapeError, match="float"):
+        lay.fwd(lay.zeros(), np.zeros((4, 7), np.float32 if L is ORACLE else np.float64))
+    loss = L.CrossEntropy(4, 3)
+    with pytest.raises(ShapeError):
+        loss(np.zeros((4, 2), L.dtype), np.zeros(4, np.int64))
+
+
+@pytest.mark.parametrize("L", LIBS, ids=["impl", "oracle"])
+@pytest.mark.parametrize("name", ["CrossEntropy", "NLL"])
+def test_label_count_mismatch(L: Lib, name: str) -> None:
+    loss = getattr(L, name)(4, 3)
+    with pytest.raises(ValueError, match=name):
+        loss(np.zeros((4, 3), L.dtype), np.array([0, 1, 2], np.int64))
+
+
+@pytest.mark.parametrize("L", LIBS, ids=["impl", "oracle"])
+@pytest.mark.parametrize("name", ["CrossEntropy", "NLL"])
+def test_negative_and_non_integer_labels(L: Lib, name: str) -> None:
+    loss = getattr(L, name)(4, 3)
+    y = np.zeros((4, 3), L.dtype)
+    with pytest.raises(ValueError, match=rf"{name}.*-2"):
+        loss(y, np.array([0, -2, 1, 2], np.int64))
+    with pytest.raises(ValueError, match=name):
+        loss(y, np.array([0.0, 1.0, 1.5, 2.0]))
+    with pytest.raises(ValueError, match=name):
+        loss(y, np.array([[0, 1], [1, 2]], np.int64))
+
+
+def test_label_past_the_last_class_gets_the_seeds_behaviour() -> None:
+    """CrossEntropy: a label >= c picks probability 0 clamped at 1e-12 (main.bend lines 2859-2864): that row adds
+    -log(1e-12) = 27.631 to the sum, its gradient is softmax / n (no class hit). NLL: picks 0.0, its gradient row
+    is zero (line 2931). impl and oracle agree (within the losses' bounds); PyTorch raises instead (an index error),
+    which is the one place the seed chose to differ."""
+    rng = np.random.default_rng(0)
+    n, c = 4, 3
+    z = rng.standard_normal((n, c)).astype(F32)
+    lab = np.array([0, 5, 2, 1], np.int64)
+    ri = IMPL.CrossEntropy(n, c)(z, lab)
+    ro = ORACLE.CrossEntropy(n, c)(z.astype(np.float64), lab)
+    good = np.array([0, 2, 1])
+    zz = z.astype(np.float64)[[0, 2, 3]]
+    lse = np.log(np.sum(np.exp(zz), 1))
+    expect = (np.sum(lse - zz[np.arange(3), good]) - np.log(1e-12)) / n
+    assert abs(float(ro.loss) - expect) <= 1e-12 * abs(expect)
+    assert abs(float(ri.loss) - expect) <= 4 * 2.0 ** -23 * abs(expect)  # CrossEntropy's 4-ulp loss bound
+    sm = np.exp(z[1].astype(np.float64)) / np.sum(np.exp(z[1].astype(np.float64)))
+    assert np.allclose(ri.dy[1], sm / n, rtol=1e-6, atol=0) and np.allclose(ro.dy[1], sm / n, rtol=1e-12, atol=0)
+    lp = np.log(sm).astype(F32)[None, :].repeat(n, 0)
+    ni = IMPL.NLL(n, c)(lp, lab)
+    no = ORACLE.NLL(n, c)(lp.astype(np.float64), lab)
+    assert not np.any(ni.dy[1]) and not np.any(no.dy[1])
+    assert abs(float(ni.loss) - float(no.loss)) <= 4 * 2.0 ** -23 * abs(float(no.loss))
+    import torch
+    import torch.nn.functional as tf
+    with pytest.raises((IndexError, RuntimeError)):
+        tf.cross_entropy(torch.tensor(z), torch.tensor(lab))
+
+
+NAN_LAYERS = [("Linear", lambda L: L.Linear(3, 4, 5)), ("ReLU", lambda L: L.ReLU(3, 4)),
+              ("GELUErf", lambda L: L.GELUErf(3, 4)), ("Tanh", lambda L: L.Tanh(3, 4)),
+              ("Softmax", lambda L: L.Softmax(3, 4)), ("LogSoftmax", lambda L: L.LogSoftmax(3, 4)),
+              ("LayerNorm", lambda L: L.LayerNorm(3, 4)), ("RMSNorm", lambda L: L.RMSNorm(3, 4))]
+
+
+@pytest.mark.parametrize("name,mk", NAN_LAYERS, ids=[n for n, _ in NAN_LAYERS])
+def test_nan_and_inf_propagate_as_in_the_oracle(name: str, mk: object) -> None:
+    """A NaN in row 0 and a +Inf in row 1: no error; impl's output has NaN and infinities at exactly the oracle's
+    positions (ulp_error counts NaN against NaN and equal infinities as 0), and its finite values stay within the
+    layer's normal accuracy (row 2 is clean and must stay so)."""
+    x = np.random.default_rng(1).standard_normal((3, 4)).astype(F32)
+    x[0, 1] = np.nan
+    x[1, 2] = np.inf
+    out = {}
+    for L in LIBS:
+        lay = mk(L)  # type: ignore[operator]
+        p = lay.zeros()
+        if lay.count():
+            fl = np.random.default_rng(2).uniform(0.5, 1.0, lay.count()).astype(F32).astype(L.dtype)
+            p = lay.load(p, fl, 0).p
+        with np.errstate(all="ignore"):
+            f = lay.fwd(p, x.astype(L.dtype))
+            dy = np.ones_like(f.y)
+            b = lay.bwd(f.p, f.s, dy, lay.zeros())
+        out[L.which] = (f.y, b.dx)
+    for k in (0, 1):
+        yi, yo = out["impl"][k], out["oracle"][k]
+        assert np.array_equal(np.isnan(yi), np.isnan(yo)), (name, k, yi, yo)
+        assert np.array_equal(np.isposinf(yi), np.isposinf(yo)) and np.array_equal(np.isneginf(yi), np.isneginf(yo))
+        assert np.all(np.isfinite(yi[2])), (name, k, yi)
+    assert np.isnan(out["impl"][0][0]).any(), "a NaN input must show in its row's output"
+
+
+@pytest.mark.parametrize("name", ["CrossEntropy", "MSE"])
+def test_nan_in_a_loss_input_gives_a_nan_loss(name: str) -> None:
+    for L in LIBS:
+        y = np.zeros((2, 3), L.dtype)
+        y[1, 1] = np.nan
+        t = np.array([0, 1], np.int64) if name == "CrossEntropy" else np.zeros((2, 3), L.dtype)
+        with np.errstate(all="ignore"):
+            r = getattr(L, name)(2, 3)(y, t)
+        assert np.isnan(r.loss), (L.which, name)
+
+
+def test_adam_c1_c2_disagreeing_with_b1_b2() -> None:
+    """cfg_check raises ConfigError naming the fields; the seed's own message's example (0.9, 0.999 with 0.1,
+    0.001) passes. A training state built from the bad configuration anyway is poisoned as the seed does (q1 = q2
+    = NaN, main.bend line 906): the first loss is finite (computed before any step), every later one NaN. The
+    oracle does the same."""
+    bad = O.CAdamW(F32(1e-3), F32(0.9), F32(0.999), F32(1e-8), F32(0.01), F32(0.001), F32(0.1))  # c1, c2 swapped
+    with pytest.raises(ConfigError) as e:
+        O.cfg_check(bad)
+    assert "c1" in str(e.value) and "c2" in str(e.value) and "b1" in str(e.value)
+    only_c2 = O.adam(c2=0.01)
+    with pytest.raises(ConfigError) as e2:
+        O.cfg_check(only_c2)
+    assert "c2 = " in str(e2.value) and "is not 1 - b1" not in str(e2.value)
+    O.cfg_check(O.adamw())  # the defaults pass
+    assert not O.cfg_ok(bad) and O.cfg_ok(O.adamw())
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 3)).astype(F32)
+    t = np.array([0, 1, 2, 1], np.int64)
+    for L, train in ((IMPL, IT), (ORACLE, oracle)):
+        m = L.Linear(4, 3, 3)
+        p = m.load(m.zeros(), rng.uniform(-0.5, 0.5, m.count()).astype(F32).astype(L.dtype), 0).p
+        loss = L.CrossEntropy(4, 3)
+        tr = train.train_new(m, bad, p)
+        losses = []
+        with np.errstate(all="ignore"):
+            for _ in range(4):
+                tr = train.train_step(m, loss, bad, tr, x.astype(L.dtype), t)
+                losses.append(float(tr.loss))
+        assert np.isfinite(losses[0]) and all(np.isnan(v) for v in losses[1:]), (L.which, losses)

@@ -1,0 +1,350 @@
+"""`bendtorch report`: the reference comparisons of reference/ops.py (every layer forward and backward, every loss,
+every combinator composition, every optimizer step) run in impl, PyTorch float32 and the float64 oracle, judged by
+the same `reference.ops.judge` the tests use, and written as report.json and REPORT.md into --out (default
+reports/out/), with paired ulp-error distribution plots (impl vs PyTorch, per op), the machine, the command, the
+small-model training run, the optimizer study (100 steps) and the erf sweep's sampled figures.
+
+    bendtorch report [--out DIR] [--quick] [--erf-sample N] [--no-plots] [--only NAME ...]
+
+--quick runs one shape and one seed per op, a 10-step model run, no 100-step optimizer study and a small erf sample
+(seconds); the default (a minute or two on 2 cores) runs every case the tests run.
+
+torch, matplotlib and tqdm are imported inside the functions, so `bendtorch --help` stays quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+DEFAULT_OUT = Path("reports/out")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory (default reports/out/)")
+    parser.add_argument("--quick", action="store_true",
+                        help="one shape and one seed per op, a short model run, no 100-step optimizer study")
+    parser.add_argument("--erf-sample", type=int, default=None, metavar="N",
+                        help="spread inputs for the erf sweep's sample mode (default 20000, 2000 with --quick; "
+                             "0 skips it)")
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--only", action="append", default=None, metavar="NAME",
+                        help="only this op (repeatable; names as in the table)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+# ---- the machine -----------------------------------------------------------------------------------------------
+
+def machine() -> dict[str, Any]:
+    import numpy as np
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    info: dict[str, Any] = {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform(),
+                            "python": platform.python_version(), "numpy": np.__version__}
+    for mod in ("numba", "mpmath", "matplotlib"):
+        try:
+            info[mod] = __import__(mod).__version__
+        except Exception:  # noqa: BLE001 - a missing optional module is reported, not fatal
+            info[mod] = "not installed"
+    try:
+        from reference.torch_ref import torch_info
+        info.update(torch_info())
+    except Exception as e:  # noqa: BLE001
+        info["torch"] = f"unavailable: {e}"
+    return info
+
+
+# ---- plots -----------------------------------------------------------------------------------------------------
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_")
+
+
+def plot_op(name: str, res: dict[str, Any], path: Path) -> None:
+    """One PNG per op: for each output, the distributions of impl's and PyTorch's element-wise ulp errors against
+    the oracle (log scale, exact results at the left edge), side by side."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    outs = list(res)
+    fig, axes = plt.subplots(1, len(outs), figsize=(4.2 * len(outs), 3.0), squeeze=False)
+    for ax, k in zip(axes[0], outs):
+        ie, te = res[k]["impl_errs"], res[k]["torch_errs"]
+        fin = np.concatenate([ie[np.isfinite(ie)], te[np.isfinite(te)]])
+        hi = max(1.0, float(fin.max()) if fin.size else 1.0)
+        edges = np.concatenate([[0.0], np.logspace(-3, np.log10(hi) + 0.05, 40)])
+        floor = 1e-3
+        ax.hist(np.clip(ie, floor, None), bins=edges, histtype="step", lw=1.6, label="impl", color="C0")
+        ax.hist(np.clip(te, floor, None), bins=edges, histtype="step", lw=1.2, ls="--", label="PyTorch", color="C3")
+        ax.set_xscale("symlog", linthresh=1e-3)
+        ax.set_yscale("log")
+        ax.set_title(f"{name}: {k} ({ie.size} values)", fontsize=9)
+        ax.set_xlabel("ulp error vs oracle (first bin: < 0.001, exact included)", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+# ---- the erf sweep's sample ------------------------------------------------------------------------------------
+
+def erf_sample(out: Path, n: int) -> dict[str, Any]:
+    """reports/erf_sweep.py in its sample mode (guarded: if it cannot be imported or fails, the report says so)."""
+    if n <= 0:
+        return {"status": "skipped (--erf-sample 0)"}
+    try:
+        from reports import erf_sweep
+    except Exception as e:  # noqa: BLE001 - reported in REPORT.md
+        return {"status": f"reports/erf_sweep.py not importable: {type(e).__name__}: {e}"}
+    d = out / "erf"
+    import numba
+    n_threads = numba.get_num_threads()
+    try:
+        p = argparse.ArgumentParser(prog="bendtorch erf-sweep")
+        erf_sweep.add_arguments(p)  # its own options and defaults, whatever they are now
+        ns = p.parse_args(["--sample", str(n), "--out", str(d), "--no-plots", "--quiet"])
+        code = erf_sweep.run(ns)
+        rep = json.loads((d / "erf_sweep.json").read_text())
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - reported in REPORT.md
+        return {"status": f"erf sweep sample failed: {type(e).__name__}: {e}",
+                "traceback": traceback.format_exc(limit=3)}
+    finally:
+        numba.set_num_threads(n_threads)  # the sweep's sample mode sets 1 thread for its worker
+    keep = ("mode", "inputs", "finite_inputs", "max_ulp", "max_ulp_at", "correctly_rounded_fraction",
+            "within_one_ulp_fraction", "faithful_fraction", "nan_in_nan_out", "odd_symmetric", "seed_claims")
+    return {"status": "ok" if code == 0 else f"exit code {code}", "json": str(d / "erf_sweep.json"),
+            **{k: rep.get(k) for k in keep}}
+
+
+# ---- the run ---------------------------------------------------------------------------------------------------
+
+def _fmt(x: float) -> str:
+    if x != x:
+        return "nan"
+    if x == float("inf"):
+        return "inf"
+    if x == 0:
+        return "0"
+    if x >= 1000:
+        return f"{x:.3g}"
+    return f"{x:.3g}" if x < 10 else f"{x:.1f}"
+
+
+def run_ops(ops: list[Any], quick: bool, plots_dir: Path | None, quiet: bool) -> tuple[list[dict[str, Any]],
+                                                                                        list[str]]:
+    from tqdm import tqdm
+
+    from reference.compare import run_op
+    from reference.ops import judge
+    rows: list[dict[str, Any]] = []
+    errors: list[str] = []
+    bar = tqdm(ops, desc="reference ops", unit="op", disable=quiet, file=sys.stderr)
+    for op in bar:
+        bar.set_postfix_str(op.name)
+        try:
+            res = run_op(op, quick)
+        except Exception as e:  # noqa: BLE001 - an op that cannot run is a failing row, not a crash
+            errors.append(f"{op.name}: {type(e).__name__}: {e}")
+            rows.append({"op": op.name, "kind": op.kind, "output": "-", "pass": False,
+                         "why": [f"{type(e).__name__}: {e}"]})
+            continue
+        plot = None
+        if plots_dir is not None:
+            plot = f"plots/{_slug(op.name)}.png"
+            try:
+                plot_op(op.name, res, plots_dir / f"{_slug(op.name)}.png")
+            except Exception as e:  # noqa: BLE001
+                errors.append(f"plot {op.name}: {type(e).__name__}: {e}")
+                plot = None
+        for k in op.outputs:
+            r = res[k]
+            ok, why = judge(op, k, r)
+            rows.append({"op": op.name, "kind": op.kind, "output": k, "pass": ok, "why": why,
+                         "cases": r["cases"], "values": r["impl"]["n"],
+                         "impl": {a: r["impl"][a] for a in ("max", "p99", "median", "norm")},
+                         "torch": {a: r["torch"][a] for a in ("max", "p99", "median", "norm")},
+                         "bit_equal_torch": r["bit_equal"], "n_differ_torch": r["n_differ"],
+                         "bound_norm": op.bound.get(k), "bound_elem": op.bound_elem.get(k),
+                         "bitexact_required": k in op.bitexact, "factor": op.factor, "bound_why": op.why,
+                         "plot": plot})
+    return rows, errors
+
+
+def markdown(rep: dict[str, Any]) -> str:
+    L: list[str] = []
+    L.append("# bendtorch reference report\n")
+    L.append(f"Command: `{rep['command']}`  ")
+    L.append(f"Mode: {rep['mode']}; {rep['seconds']:.1f} s; written {rep['written']}\n")
+    m = rep["machine"]
+    L.append("Machine: " + ", ".join(f"{k} {v}" for k, v in m.items()) + "\n")
+    n_ok = sum(r["pass"] for r in rep["rows"])
+    L.append(f"**{n_ok} of {len(rep['rows'])} rows pass.** Errors are ulps against the float64 oracle "
+             "(oracle/ulp.py): element-wise max / p99 / median over every value of every case; `norm` is the "
+             "normwise error max|x - exact| / ulp32(max|exact|) that each op's bound applies to "
+             "(reference/ops.py, which also gives each bound's reason). `= torch`: bit for bit equal to PyTorch "
+             "(required where marked !).\n")
+    L.append("| op | out | pass | impl max | impl p99 | impl median | impl norm | torch max | torch p99 "
+             "| torch median | torch norm | bound (norm / elem) | = torch | plot |")
+    L.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rep["rows"]:
+        if "impl" not in r:
+            L.append(f"| {r['op']} | - | FAIL | | | | | | | | | | | {'; '.join(r['why'])} |")
+            continue
+        i, t = r["impl"], r["torch"]
+        b = f"{_fmt(r['bound_norm']) if r['bound_norm'] is not None else '-'} / " \
+            f"{_fmt(r['bound_elem']) if r['bound_elem'] is not None else '-'}"
+        eq = ("yes" if r["bit_equal_torch"] else f"no ({r['n_differ_torch']})") + (" !" if r["bitexact_required"]
+                                                                                   else "")
+        plot = f"[png]({r['plot']})" if r.get("plot") else ""
+        L.append(f"| {r['op']} | {r['output']} | {'pass' if r['pass'] else 'FAIL'} | {_fmt(i['max'])} | "
+                 f"{_fmt(i['p99'])} | {_fmt(i['median'])} | {_fmt(i['norm'])} | {_fmt(t['max'])} | "
+                 f"{_fmt(t['p99'])} | {_fmt(t['median'])} | {_fmt(t['norm'])} | {b} | {eq} | {plot} |")
+    fails = [r for r in rep["rows"] if not r["pass"]]
+    if fails:
+        L.append("\n## Failures\n")
+        for r in fails:
+            L.append(f"- {r['op']}.{r['output']}: {'; '.join(r['why'])}")
+    if rep["errors"]:
+        L.append("\n## Errors\n")
+        L += [f"- {e}" for e in rep["errors"]]
+    mo = rep.get("model")
+    L.append("\n## Small model: Linear(12->32), GELUErf, LayerNorm, Linear(32->10), CrossEntropy, AdamW\n")
+    if isinstance(mo, dict) and "steps" in mo:
+        L.append(f"{mo['steps']} steps, n = 16, from the same initial weights. Oracle loss {mo['oracle_loss_first']:.6f}"
+                 f" -> {mo['oracle_loss_last']:.6f}.\n")
+        L.append("| library | final loss | max relative loss distance to the oracle | final params: normwise ulp "
+                 "| median ulp |")
+        L.append("| --- | --- | --- | --- | --- |")
+        for lib in ("impl", "torch"):
+            L.append(f"| {lib} | {mo[f'{lib}_loss_last']:.7f} | {mo[f'{lib}_loss_rel_max']:.2e} | "
+                     f"{mo[f'{lib}_param_norm_ulp']:.2f} | {mo[f'{lib}_param_median_ulp']:.2f} |")
+    else:
+        L.append(f"not run: {mo}")
+    L.append("\n## Optimizers over 100 steps (impl vs torch.optim vs oracle)\n")
+    if rep.get("optimizer_study"):
+        L.append("See docs/optimizers.md for the causes. `python -m reference.optim_study` prints this table.\n")
+        L.append(rep["optimizer_study"])
+    else:
+        L.append("not run (--quick)")
+    L.append("\n## erf sweep (sample mode)\n")
+    e = rep["erf"]
+    if e.get("status") == "ok":
+        L.append(f"{e['mode']}: max {e['max_ulp']} ulp (at {e['max_ulp_at']}), correctly rounded "
+                 f"{100 * e['correctly_rounded_fraction']:.3f}%, within one ulp step "
+                 f"{100 * e['within_one_ulp_fraction']:.4f}%, NaN in NaN out {e['nan_in_nan_out']}, odd "
+                 f"{e['odd_symmetric']}. Full figures: `{e['json']}`.")
+        if e.get("seed_claims"):
+            L.append("\nThe seed's claims: " + "; ".join(
+                f"{k}: {'holds' if v.get('holds', v.get('holds_to_0.1_percent')) else 'does not hold'}"
+                for k, v in e["seed_claims"].items()))
+    else:
+        L.append(f"{e.get('status')}")
+    return "\n".join(L) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from reference.ops import OPS
+
+    t0 = time.perf_counter()
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    plots_dir = None if args.no_plots else out / "plots"
+    if plots_dir is not None:
+        plots_dir.mkdir(exist_ok=True)
+    ops = [o for o in OPS if not args.only or o.name in args.only]
+    command = "bendtorch " + " ".join(sys.argv[1:]) if sys.argv and "bendtorch" in sys.argv[0] else \
+        "bendtorch report" + "".join(f" {a}" for a in _argv_of(args))
+    mach = machine()
+    rows, errors = run_ops(ops, args.quick, plots_dir, args.quiet)
+
+    model: Any
+    try:
+        from reference.model import model_run, summary
+        model = summary(model_run(steps=10 if args.quick else 50))
+        model = {k: (float(v) if isinstance(v, (np.floating, float)) else v) for k, v in model.items()}
+    except Exception as e:  # noqa: BLE001
+        model = f"{type(e).__name__}: {e}"
+        errors.append(f"model: {model}")
+    study_md = ""
+    study_json: list[dict[str, Any]] = []
+    if not args.quick and not args.only:
+        try:
+            from reference.optim_study import KINDS, study, table
+            res = [study(k, s, seed=i) for i, k in enumerate(KINDS) for s in ((7, 13), (48, 64))]
+            study_md = table(res)
+            study_json = [r.summary() for r in res]
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"optimizer study: {type(e).__name__}: {e}")
+    n_erf = args.erf_sample if args.erf_sample is not None else (2000 if args.quick else 20000)
+    erf = erf_sample(out, n_erf)
+
+    rep = {"command": command, "mode": "quick" if args.quick else "full",
+           "written": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": mach,
+           "seconds": time.perf_counter() - t0, "rows": rows, "errors": errors, "model": model,
+           "optimizer_study": study_md, "optimizer_study_rows": study_json, "erf": erf,
+           "all_pass": all(r["pass"] for r in rows) and not errors}
+    (out / "report.json").write_text(json.dumps(rep, indent=1, default=_json_default))
+    (out / "REPORT.md").write_text(markdown(rep))
+    n_ok = sum(r["pass"] for r in rows)
+    print(f"{n_ok} of {len(rows)} rows pass; {len(errors)} errors; {rep['seconds']:.1f} s -> "
+          f"{out / 'REPORT.md'}, {out / 'report.json'}")
+    return 0 if rep["all_pass"] else 1
+
+
+def _argv_of(args: argparse.Namespace) -> list[str]:
+    a = []
+    if args.out != DEFAULT_OUT:
+        a += ["--out", str(args.out)]
+    if args.quick:
+        a.append("--quick")
+    if args.erf_sample is not None:
+        a += ["--erf-sample", str(args.erf_sample)]
+    if args.no_plots:
+        a.append("--no-plots")
+    for o in args.only or []:
+        a += ["--only", o]
+    return a
+
+
+def _json_default(o: Any) -> Any:
+    import numpy as np
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.bool_):
+        return bool(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    return str(o)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bendtorch report", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
