@@ -33,6 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="timed steps after the 2 warm-ups (>= 5; default 25 for tiny, whose steps take "
                         "milliseconds and meet the noise of a shared machine, 5 for smol)")
     p.add_argument("--layers", type=int, default=None, help="override smol's layer count (default: all 30)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads for both libraries (numba and torch; default: each library's default)")
     p.add_argument("--json", type=pathlib.Path, default=None, metavar="FILE", help="write the figures as JSON")
 
 
@@ -131,6 +133,12 @@ def run(a: argparse.Namespace) -> int:
     import numba
     import torch
 
+    if a.threads is not None:
+        if a.threads < 1:
+            print("bendtorch bench: error: --threads must be >= 1", file=sys.stderr)
+            return 2
+        numba.set_num_threads(min(a.threads, numba.config.NUMBA_NUM_THREADS))
+        torch.set_num_threads(a.threads)
     res: dict[str, Any] = {
         "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                     "cpus": os.cpu_count(), "numba_threads": numba.get_num_threads(),

@@ -1,1 +1,1 @@
-"""The `bendtorch` command: report, erf-sweep (and, as they land, laws, train, bench)."""
+"""The `bendtorch` command: report, erf-sweep, laws, train, bench."""

@@ -13,6 +13,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("reports.report", "run the reference comparisons and write report.json and REPORT.md"),
     "erf-sweep": ("reports.erf_sweep", "check impl's erf against the exact erf on every float32 input"),
     "laws": ("laws.run", "run the law suites (hypothesis) and print the law table"),
+    "train": ("bendtorch.train_cmd", "train the tiny or smol Llama with impl"),
+    "bench": ("bench.bench", "time one training step of impl and PyTorch in the same process"),
 }
 
 

@@ -51,3 +51,10 @@ def law(family: str, name: str, holds: str = "bit for bit") -> Callable[[F], F]:
 
         return once  # type: ignore[return-value]
     return deco
+
+
+def scaled(div: int) -> Any:
+    """Hypothesis settings with the loaded profile's examples divided by div (at least 2), for laws whose one example
+    is costly (a training step on two numba threads): ci and deep keep their ratio of 100."""
+    from hypothesis import settings
+    return settings(max_examples=max(2, settings().max_examples // div))

@@ -56,7 +56,8 @@ def run_laws(profile: str, select: str | None = None, quiet: bool = True) -> lis
 
 def table(rows: list[dict[str, Any]]) -> str:
     head = "| family | law | holds | examples | result | time (s) |\n| --- | --- | --- | ---: | --- | ---: |\n"
-    return head + "".join(f"| {r['family']} | {r['law']} | {r['holds']} | {r['examples']} | {r['result']} | "
+    return head + "".join(f"| {r['family']} | {r['law']} | {str(r['holds']).replace('|', '/')} | {r['examples']} | "
+                          f"{r['result']} | "
                           f"{r['seconds']:.2f} |\n" for r in rows)
 
 

@@ -141,8 +141,8 @@ def test_the_kept_fraction_is_near_1_minus_p(n: int, c: int, p: np.float32, seed
 
 
 @law("dropout", "another_step_another_mask", "bit for bit (fails with probability < 1e-11)")
-@given(st.integers(16, 64), st.integers(16, 64), st.floats(float(F32(0.05)), float(F32(0.95)), width=32).map(F32), seeds(), seeds(),
-       st.integers(1, 2**32 - 1))
+@given(st.integers(16, 64), st.integers(16, 64), st.floats(float(F32(0.05)), float(F32(0.95)), width=32).map(F32),
+       seeds(), seeds(), st.integers(1, 2**32 - 1))
 @example(16, 16, F32(0.5), 0, 2**32 - 1, 1)
 def test_another_step_gives_another_mask(n: int, c: int, p: np.float32, seed: int, t: int, dt: int) -> None:
     """Another step gives another mask (the step counter in the hash's key, main.bend line 1248): for steps t and

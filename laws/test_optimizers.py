@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -131,3 +132,56 @@ def test_beta_ok_rejects_swapped_or_mistyped_constants(bc: tuple[float, float], 
     other = {(0.9, 0.1): 0.001, (0.999, 0.001): 0.1, (0.99, 0.01): 0.001, (0.95, 0.05): 0.001}[bc]
     bad = {"swap": other, "x10": c * 10, "div10": c / 10}[typo]
     assert not beta_ok(F32(b), F32(bad))
+
+
+POISONS = {"c1 x10": ("c1", 10.0), "c1 /10": ("c1", 0.1), "c2 x10": ("c2", 10.0), "c2 /10": ("c2", 0.1),
+           "swapped": ("swap", 0.0)}
+GOOD: dict[str, Any] = {"adam": adam(lr=0.01), "adamw": adamw(lr=0.01),
+        "bf16": CAdamWBF16(F32(0.01), F32(0.9), F32(0.999), F32(1e-8), F32(0.01), F32(0.1), F32(0.001), False),
+        "bf16-v16": CAdamWBF16(F32(0.01), F32(0.9), F32(0.999), F32(1e-8), F32(0.01), F32(0.1), F32(0.001), True)}
+
+
+@law("optimizers", "poisoned_config_nan_losses", "bit for bit")
+@given(st.sampled_from(sorted(GOOD)), st.sampled_from(sorted(POISONS)), st.integers(2, 4), st.integers(0, 2**32 - 1),
+       st.data())
+@example("adamw", "c2 x10", 2, 0, None)
+def test_a_poisoned_configuration_makes_every_later_loss_nan(kind: str, poison: str, k: int, seed: int,
+                                                            data: Any) -> None:
+    """A poisoned configuration makes every loss after the first NaN (q_start, main.bend lines 905-911): an Adam
+    configuration whose c1 or c2 is not 1 - b1 or 1 - b2 (a typo x10 or /10, or the two swapped; OptCfg.ok, line 523)
+    starts 1 - b^t at NaN, so the first step's lr / (1 - b1^t) is NaN and turns every parameter NaN: the first loss
+    is the model's (finite), every later one NaN. The same model (Seq(Linear, any catalog layer)) and data with the
+    right constants keep every loss finite."""
+    from impl import CrossEntropy, Seq
+    from impl.optim import cfg_ok
+    from impl.train import train_new, train_step
+    from laws.catalog import Src, leaves, linear, mat_layer, tree_copy
+
+    n, d, h, c = 3, 4, 5, 3
+    head = linear("Linear", n, d, h)
+    tail = data.draw(mat_layer(n, h, c)) if data is not None else linear("Linear", n, h, c)
+    m = Seq(head.layer, tail.layer)
+    src = Src(seed, special_rate=0.0)
+    p0 = (head.make_p(src), tail.make_p(src))
+    good = GOOD[kind]
+    which, f = POISONS[poison]
+    if which == "swap":
+        bad = replace(good, c1=good.c2, c2=good.c1)
+    else:
+        bad = replace(good, **{which: F32(getattr(good, which) * F32(f))})
+    assert cfg_ok(good) and not cfg_ok(bad)
+    rng = np.random.default_rng(seed)
+    batches = [(rng.standard_normal((n, d)).astype(F32), rng.integers(0, c, n)) for _ in range(k)]
+    for cfg, poisoned in ((good, False), (bad, True)):
+        tr = train_new(m, cfg, tree_copy(p0))
+        losses = []
+        with np.errstate(all="ignore"):
+            for x, y in batches:
+                tr = train_step(m, CrossEntropy(n, c), cfg, tr, x, y)
+                losses.append(tr.loss)
+        assert np.isfinite(losses[0])
+        if poisoned:
+            assert all(np.isnan(v) for v in losses[1:])
+            assert all(np.all(np.isnan(a)) for a in leaves(tr.p) if isinstance(a, np.ndarray))
+        else:
+            assert all(np.isfinite(v) for v in losses)

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import impl as L
 from impl.optim import adamw, opt_at, state_new
 from impl.protocol import check_value, structure_diff
-from laws.catalog import (KINDS, Built, Src, leaves, mat_layer, of_kind, same_shape, same_tree, same_value, tie,
+from laws.catalog import (KINDS, Src, leaves, mat_layer, of_kind, same_shape, same_tree, same_value, tie,
                           tree_copy, value_of)
 from laws.registry import law
 from laws.strategies import seeds
@@ -173,8 +173,8 @@ def test_seq_is_associative(prob: Any) -> None:
     pa, pb, pc = a.make_p(src), b.make_p(src), c.make_p(src)
     x = value_of(a.layer.x_spec, src)
     dy = value_of(c.layer.y_spec, src)
-    left = L.Seq(L.Seq(a.layer, b.layer), c.layer)
-    right = L.Seq(a.layer, L.Seq(b.layer, c.layer))
+    left: Any = L.Seq(L.Seq(a.layer, b.layer), c.layer)
+    right: Any = L.Seq(a.layer, L.Seq(b.layer, c.layer))
     pl = ((tree_copy(pa), tree_copy(pb)), tree_copy(pc))
     pr = (tree_copy(pa), (tree_copy(pb), tree_copy(pc)))
     yl, dxl, gl = fwd_bwd(left, pl, x, dy)

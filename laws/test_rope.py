@@ -80,7 +80,7 @@ def norms(a: Any, b: Any) -> Any:
 FINITE = elems(1e37)
 
 
-@law("rope", "backward_after_forward", "within 8 2^-24 |(a, b)| + 2^-147 of x")
+@law("rope", "backward_after_forward", "within 8 2^-24 r + 2^-147 of x, r the pair's norm")
 @given(rope_problems(FINITE))
 @example((RoPE(2, 2, 2, 1, 1, 10000.0), 2, 1, 1, np.array([[1.0, 2.0], [3.0, -4.0]], F32)))
 def test_backward_after_forward_gives_x_back(prob: Any) -> None:
@@ -99,7 +99,7 @@ def test_backward_after_forward_gives_x_back(prob: Any) -> None:
         assert np.all(err <= 8 * U * r + 2.0 ** -147), float(np.max(err / np.maximum(r, 1e-300)))
 
 
-@law("rope", "pair_norm_kept", "within 5 2^-24 |(a, b)| + 2^-147")
+@law("rope", "pair_norm_kept", "within 5 2^-24 r + 2^-147 of r, the pair's norm")
 @given(rope_problems(FINITE), st.booleans())
 @example((RoPE(1, 2, 1, 1, 1, 10000.0), 1, 1, 1, np.array([[3.0, 4.0]], F32)), False)
 def test_each_pair_keeps_its_norm(prob: Any, backward: bool) -> None:

@@ -26,6 +26,8 @@ from oracle.layers import (DropP, Dropout, Embedding, GELU, GELUErf, LN, LayerNo
 from oracle.losses import CrossEntropy, MSE, NLL
 from oracle.optim import cfg_ok, opt_at, opt_at_step, opt_mat, q_at, state_new
 from oracle.train import Train, train_new, train_step
+from oracle.attention import Attention as Attention  # added by the attention/RoPE task (issue 3)
+from oracle.rope import RoPE as RoPE  # added by the attention/RoPE task (issue 3)
 
 DTYPE = np.float64
 

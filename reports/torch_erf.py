@@ -27,13 +27,12 @@ from typing import Any
 
 import numba
 import numpy as np
-from llvmlite import ir
+from llvmlite import ir  # type: ignore[import-untyped]
 from numba import types
 from numba.core.extending import intrinsic
 
 
-@intrinsic  # type: ignore[misc]
-def fma32(typingctx: Any, a: Any, b: Any, c: Any) -> Any:
+def _fma32(typingctx: Any, a: Any, b: Any, c: Any) -> Any:
     """a * b + c rounded once to float32 (LLVM's llvm.fma.f32: the hardware FMA here)."""
     sig = types.float32(types.float32, types.float32, types.float32)
 
@@ -45,8 +44,10 @@ def fma32(typingctx: Any, a: Any, b: Any, c: Any) -> Any:
     return sig, codegen
 
 
-@intrinsic  # type: ignore[misc]
-def f2u(typingctx: Any, x: Any) -> Any:
+fma32: Any = intrinsic(_fma32)
+
+
+def _f2u(typingctx: Any, x: Any) -> Any:
     """The bits of a float32 as a uint32 (an LLVM bitcast: no memory, unlike a numba scalar .view)."""
     sig = types.uint32(types.float32)
 
@@ -56,8 +57,10 @@ def f2u(typingctx: Any, x: Any) -> Any:
     return sig, codegen
 
 
-@intrinsic  # type: ignore[misc]
-def u2f(typingctx: Any, u: Any) -> Any:
+f2u: Any = intrinsic(_f2u)
+
+
+def _u2f(typingctx: Any, u: Any) -> Any:
     """The float32 with the given uint32 bits (an LLVM bitcast)."""
     sig = types.float32(types.uint32)
 
@@ -65,6 +68,9 @@ def u2f(typingctx: Any, u: Any) -> Any:
         return builder.bitcast(args[0], ir.FloatType())
 
     return sig, codegen
+
+
+u2f: Any = intrinsic(_u2f)
 
 
 _ONE = np.float32(1.0)
@@ -94,13 +100,13 @@ HALF = np.float32(0.5)
 
 
 @numba.njit(cache=True)
-def _pow2i(q: int) -> np.float32:
+def _pow2i(q: int) -> Any:
     """SLEEF's vpow2i_vf_vi2: the float 2^q built from its exponent bits ((q + 127) << 23); q in [-126, 127]."""
     return u2f(np.uint32((q + 127) << 23))
 
 
 @numba.njit(cache=True)
-def sleef_expf_u10(d: np.float32) -> np.float32:
+def sleef_expf_u10(d: np.float32) -> Any:
     """SLEEF's xexpf (Sleef_expf16_u10) on one float32, every vmla a fused multiply-add."""
     if d != d:
         return d
@@ -125,7 +131,7 @@ def sleef_expf_u10(d: np.float32) -> np.float32:
 
 
 @numba.njit(cache=True)
-def erf_as(x: np.float32) -> np.float32:
+def erf_as(x: np.float32) -> Any:
     """Vectorized<float>::erf (vec512_float.h) on one float32: sign(x) (1 - r t exp(-x^2))."""
     a = abs(x)
     t = _ONE / fma32(AS_P, a, _ONE)
@@ -140,7 +146,7 @@ def erf_as(x: np.float32) -> np.float32:
 
 
 @numba.njit(cache=True)
-def gelu_erf_port(x: np.float32) -> np.float32:
+def gelu_erf_port(x: np.float32) -> Any:
     """GeluKernelImpl's vectorized lambda: (x * 0.5f) * (1 + erf_v(x * 0.70710677f))."""
     return (x * HALF) * (_ONE + erf_as(x * SQRT1_2F))
 

@@ -1,0 +1,45 @@
+"""100 AdamW steps of `tiny` in impl, PyTorch float32 and the float64 oracle from the same weights on the same
+batches (reference/llama_drift.py): each float32 run's relative distance to the oracle's parameters after every step.
+
+What the figures show (seed 0..3, lr 3e-3, batch 4): both float32 runs drift by 1e-5 to 2e-4 of the parameters'
+norm after 100 steps, and which of the two is closer changes with the seed and along the run (final impl / PyTorch
+ratios 1.07, 0.29, 0.94, 1.19; along seed 1's run the ratio went from 1.0 to 3.3 and back to 0.29): training
+amplifies single rounding differences chaotically, so one run's final distance is a draw, not a property of the
+library. The tests therefore state factors: impl's final distance at most 1.25x PyTorch's for seed 0, and, over
+seeds 0-3 (BENDTORCH_DEEP=1), the geometric mean of the ratios at most 1 and each at most 2.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from reference.llama_drift import drift  # noqa: E402
+
+
+def test_drift_seed0() -> None:
+    r = drift(100, seed=0)
+    fi, ft = r["final"]["impl"], r["final"]["torch"]
+    # both runs train (the oracle's loss falls from log 256) and stay close to the exact run
+    assert r["loss_oracle"][-1] < r["loss_oracle"][0] - 2.0
+    assert 0 < fi < 1e-3 and 0 < ft < 1e-3
+    # impl's drift is a float32 run's drift, not a bug's: within 1.25x PyTorch's (measured 1.07x)
+    assert fi <= 1.25 * ft, (fi, ft)
+    # the losses of the three runs agree to float32's drift
+    assert np.max(np.abs(np.array(r["loss_impl"]) - np.array(r["loss_oracle"]))) < 1e-3
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("BENDTORCH_DEEP"), reason="deep run: set BENDTORCH_DEEP=1")
+def test_drift_over_seeds() -> None:
+    ratios = []
+    for seed in range(4):
+        r = drift(100, seed=seed)
+        ratios.append(r["final"]["impl"] / r["final"]["torch"])
+    assert max(ratios) <= 2.0, ratios
+    assert math.exp(sum(math.log(x) for x in ratios) / len(ratios)) <= 1.0, ratios
