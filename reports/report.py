@@ -39,6 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", action="append", default=None, metavar="NAME",
                         help="only this op (repeatable; names as in the table)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--no-drift", action="store_true", help="skip the tiny Llama's 100-step drift run")
+    parser.add_argument("--no-laws", action="store_true", help="skip the law table (the laws' ci profile)")
+    parser.add_argument("--erf-full", type=Path, default=FULL_SWEEP, metavar="JSON",
+                        help=f"the full erf sweep's results to include when present (default {FULL_SWEEP})")
 
 
 # ---- the machine -----------------------------------------------------------------------------------------------
@@ -134,6 +138,63 @@ def erf_sample(out: Path, n: int) -> dict[str, Any]:
 
 
 # ---- the run ---------------------------------------------------------------------------------------------------
+
+# ---- the full erf sweep, the training drift, the law table ------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+FULL_SWEEP = ROOT / "reports" / "results" / "erf" / "erf_sweep.json"
+
+# the seed's claims for its erf (main.bend lines 1118-1120), checked against a sweep's JSON
+ERF_CLAIMS = [
+    ("at most 0.93 ulp off", lambda e: e["max_ulp"] <= 0.93, lambda e: f"max {e['max_ulp']:.4f} ulp"),
+    ("the correctly rounded float32 on 97.1% of the inputs",
+     lambda e: abs(100 * e["correctly_rounded_fraction"] - 97.1) < 0.05,
+     lambda e: f"{100 * e['correctly_rounded_fraction']:.3f}% of finite inputs"),
+    ("1 ulp from it on the rest", lambda e: e["within_one_ulp_fraction"] == 1.0,
+     lambda e: f"{100 * e['within_one_ulp_fraction']:.4f}% within one float32 step"),
+    ("NaN for every NaN", lambda e: bool(e["nan_in_nan_out"]), lambda e: f"nan_in_nan_out = {e['nan_in_nan_out']}"),
+]
+
+
+def erf_full(path: Path, out: Path) -> dict[str, Any]:
+    """The committed full sweep's figures (reports/results/erf/), with the seed's claims confirmed or refuted."""
+    if not path.is_file():
+        return {"status": f"no full sweep at {path} (run `bendtorch erf-sweep --out {path.parent}`)"}
+    e = json.loads(path.read_text())
+    claims = [{"claim": c, "confirmed": bool(ok(e)), "measured": fig(e)} for c, ok, fig in ERF_CLAIMS]
+    pngs = sorted(path.parent.glob("*.png"))
+    return {"status": "ok", "json": str(path), "command": e.get("command"), "machine": e.get("machine"),
+            "seconds": e.get("seconds"), "inputs": e.get("inputs"), "finite_inputs": e.get("finite_inputs"),
+            "max_ulp": e["max_ulp"], "max_ulp_at": e.get("max_ulp_at"),
+            "correctly_rounded_fraction": e["correctly_rounded_fraction"],
+            "within_one_ulp_fraction": e["within_one_ulp_fraction"], "hard_cases": e.get("hard_cases", {}),
+            "comparisons": {k: v for k, v in e.get("functions", {}).items() if k != "impl"},
+            "claims": claims, "plots": [os.path.relpath(p, out.resolve()) for p in pngs]}
+
+
+def drift_run(out: Path, steps: int, plots: bool) -> dict[str, Any]:
+    """The tiny Llama's drift from the float64 oracle over `steps` AdamW steps: impl and PyTorch float32."""
+    from reference.llama_drift import drift, plot
+    r = drift(steps=steps)
+    if plots:
+        plot(r, out / "drift.png")
+        r["plot"] = "drift.png"
+    return r
+
+
+def law_table(out: Path) -> dict[str, Any]:
+    """The law suites under the ci profile (laws/run.py), in a subprocess so their hypothesis settings stay theirs."""
+    import subprocess
+    j = out / "laws.json"
+    cmd = [sys.executable, "-m", "bendtorch.cli", "laws", "--profile", "ci", "--json", str(j)]
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if not j.is_file():
+        return {"status": f"laws did not run (exit {proc.returncode}): {proc.stderr[-500:]}"}
+    rows = json.loads(j.read_text())["rows"]
+    return {"status": "ok", "command": "bendtorch laws --profile ci", "rows": rows,
+            "seconds": time.perf_counter() - t, "all_pass": all(r["result"] == "passed" for r in rows)}
+
 
 def _fmt(x: float) -> str:
     if x != x:
@@ -256,6 +317,60 @@ def markdown(rep: dict[str, Any]) -> str:
                 for k, v in e["seed_claims"].items()))
     else:
         L.append(f"{e.get('status')}")
+    f = rep.get("erf_full", {})
+    L.append("\n## erf sweep: all 2^32 float32 inputs\n")
+    if f.get("status") == "ok":
+        L.append(f"From `{f['json']}`, made by `{f['command']}` in {f['seconds']:.0f} s on "
+                 f"{', '.join(f'{k} {v}' for k, v in (f['machine'] or {}).items())}. "
+                 f"{f['inputs']:,} inputs, {f['finite_inputs']:,} finite. Hard cases decided by mpmath: "
+                 f"{f['hard_cases'].get('count_inputs')} inputs (the float64 rounding was wrong on "
+                 f"{f['hard_cases'].get('float64_rounding_was_wrong')}).\n")
+        L.append("| the seed's claim (main.bend lines 1118-1120) | measured | verdict |")
+        L.append("| --- | --- | --- |")
+        for c in f["claims"]:
+            L.append(f"| {c['claim']} | {c['measured']} | {'confirmed' if c['confirmed'] else 'REFUTED'} |")
+        comp = f.get("comparisons") or {}
+        if comp:
+            L.append("\n| function | max ulp | correctly rounded | within one step |")
+            L.append("| --- | --- | --- | --- |")
+            L.append(f"| impl (the seed's erf) | {f['max_ulp']:.4f} | {100 * f['correctly_rounded_fraction']:.3f}% | "
+                     f"{100 * f['within_one_ulp_fraction']:.4f}% |")
+            names = {"torch_erf": "torch.erf", "torch_gelu_erf_aten": "the erf inside PyTorch's GELU (ATen vector path)"}
+            for name, c in comp.items():
+                name = names.get(name, name)
+                if isinstance(c, dict) and "max_ulp" in c:
+                    L.append(f"| {name} | {c['max_ulp']:.4g} | {100 * c.get('correctly_rounded_fraction', 0):.3f}% | "
+                             f"{100 * c.get('within_one_ulp_fraction', 0):.4f}% |")
+        L.append("")
+        L += [f"![{Path(p).stem}]({p})" for p in f["plots"]]
+    else:
+        L.append(str(f.get("status")))
+    d = rep.get("drift")
+    L.append("\n## Training drift: tiny Llama, AdamW, impl and PyTorch float32 against the float64 oracle\n")
+    if isinstance(d, dict) and "impl" in d:
+        L.append(f"`reference.llama_drift.drift(steps={d['steps']})`: batch {d['batch']} x 16 from the shipped corpus, "
+                 f"lr {d['lr']:g}, betas {d['betas']}, wd {d['wd']}; after each step ||p32 - p64|| / ||p64||.\n")
+        L.append("| step | impl | PyTorch | impl / PyTorch |")
+        L.append("| ---: | ---: | ---: | ---: |")
+        for k in sorted({1, 10, 25, 50, 75, d["steps"]} & set(range(1, d["steps"] + 1))):
+            a, b = d["impl"][k - 1], d["torch"][k - 1]
+            L.append(f"| {k} | {a:.3e} | {b:.3e} | {a / b:.2f} |")
+        if d.get("plot"):
+            L.append(f"\n![drift]({d['plot']})")
+    else:
+        L.append(f"not run: {d}")
+    lw = rep.get("laws")
+    L.append("\n## Laws (hypothesis, ci profile)\n")
+    if isinstance(lw, dict) and lw.get("status") == "ok":
+        L.append(f"`{lw['command']}`: {sum(r['result'] == 'passed' for r in lw['rows'])} of {len(lw['rows'])} "
+                 f"laws hold ({lw['seconds']:.0f} s).\n")
+        L.append("| family | law | holds | examples | result | time (s) |")
+        L.append("| --- | --- | --- | ---: | --- | ---: |")
+        for r in lw["rows"]:
+            L.append(f"| {r['family']} | {r['law']} | {r['holds']} | {r['examples']} | {r['result']} | "
+                     f"{r['seconds']:.2f} |")
+    else:
+        L.append(f"not run: {lw.get('status') if isinstance(lw, dict) else lw}")
     return "\n".join(L) + "\n"
 
 
@@ -296,11 +411,25 @@ def run(args: argparse.Namespace) -> int:
             errors.append(f"optimizer study: {type(e).__name__}: {e}")
     n_erf = args.erf_sample if args.erf_sample is not None else (2000 if args.quick else 20000)
     erf = erf_sample(out, n_erf)
+    full = erf_full(args.erf_full, out)
+    drift: Any = "skipped (--no-drift)"
+    if not args.no_drift and not args.only:
+        try:
+            drift = drift_run(out, 20 if args.quick else 100, plots_dir is not None)
+        except Exception as e:  # noqa: BLE001
+            drift = f"{type(e).__name__}: {e}"
+            errors.append(f"drift: {drift}")
+    laws: Any = {"status": "skipped (--no-laws)"}
+    if not args.no_laws and not args.only:
+        laws = law_table(out)
+        if laws.get("status") != "ok" or not laws.get("all_pass"):
+            errors.append(f"laws: {laws.get('status')}, all pass: {laws.get('all_pass')}")
 
     rep = {"command": command, "mode": "quick" if args.quick else "full",
            "written": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": mach,
            "seconds": time.perf_counter() - t0, "rows": rows, "errors": errors, "model": model,
-           "optimizer_study": study_md, "optimizer_study_rows": study_json, "erf": erf,
+           "optimizer_study": study_md, "optimizer_study_rows": study_json, "erf": erf, "erf_full": full,
+           "drift": drift, "laws": laws,
            "all_pass": all(r["pass"] for r in rows) and not errors}
     (out / "report.json").write_text(json.dumps(rep, indent=1, default=_json_default))
     (out / "REPORT.md").write_text(markdown(rep))
