@@ -5,21 +5,27 @@ What the figures show (seed 0..3, lr 3e-3, batch 4): both float32 runs drift by 
 norm after 100 steps, and which of the two is closer changes with the seed and along the run (final impl / PyTorch
 ratios 1.07, 0.29, 0.94, 1.19; along seed 1's run the ratio went from 1.0 to 3.3 and back to 0.29): training
 amplifies single rounding differences chaotically, so one run's final distance is a draw, not a property of the
-library. The tests therefore state factors: impl's final distance at most 1.25x PyTorch's for seed 0, and, over
-seeds 0-3 (BENDTORCH_DEEP=1), the geometric mean of the ratios at most 1 and each at most 2.
+library. So the issue's "impl's final distance is at most PyTorch's" is asserted as it can hold: over seeds 0-3, the
+geometric mean of the final ratios at most 1 (measured 0.76) and each at most 2; and for seed 0, within 1.25x.
 """
 
 from __future__ import annotations
 
 import math
-import os
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import pytest
 
 pytest.importorskip("torch")
 
-from reference.llama_drift import drift  # noqa: E402
+from reference.llama_drift import drift as _drift  # noqa: E402
+
+
+@lru_cache(maxsize=None)
+def drift(steps: int, seed: int) -> dict[str, Any]:
+    return _drift(steps, seed=seed)
 
 
 def test_drift_seed0() -> None:
@@ -34,8 +40,6 @@ def test_drift_seed0() -> None:
     assert np.max(np.abs(np.array(r["loss_impl"]) - np.array(r["loss_oracle"]))) < 1e-3
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("BENDTORCH_DEEP"), reason="deep run: set BENDTORCH_DEEP=1")
 def test_drift_over_seeds() -> None:
     ratios = []
     for seed in range(4):

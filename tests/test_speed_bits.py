@@ -37,3 +37,27 @@ def test_tiny_three_adamw_steps_keep_their_bits() -> None:
 
 def test_smol_two_layers_one_step_keeps_its_bits() -> None:
     assert _run("smol", 1, 1, layers=2, t=32) == SMOL_2L_T32_1_STEP
+
+
+def test_every_matmul_driver_gives_the_plain_order_bits() -> None:
+    """The serial driver (small products), the parallel one (MB x JT tasks) and the big-B one (all rows per task,
+    the tied head's dX) each against mm_plain, bit for bit, on odd sizes (ragged blocks, tiles and row groups)."""
+    from impl.bits import same_bits
+    from impl.kernels import matmul as M
+
+    rng = np.random.default_rng(8)
+    for m, k, n in [(5, 37, 19), (37, 93, 1100), (9, (M.BIG_B // 257) + 11, 257)]:
+        a = rng.standard_normal((m, k), dtype=np.float32)
+        b = rng.standard_normal((k, n), dtype=np.float32)
+        c0 = rng.standard_normal((m, n), dtype=np.float32)
+        want = M.mm_plain(a, b)
+        assert same_bits(M.mm(a, b), want), (m, k, n)
+        assert same_bits(M.mm_acc(a, b, c0.copy()), c0 + want), (m, k, n)
+        for drv in (M._mm, M._mm_serial):
+            for mb, jt in [(M.MB, M.JT), (m, 64), (3, 16)]:
+                c = np.empty((m, n), dtype=np.float32)
+                drv(a, b, c, M.KB, False, mb, jt)
+                assert same_bits(c, want), (m, k, n, drv, mb, jt)
+    w = rng.standard_normal((M.BIG_W // 64 + 3, 64), dtype=np.float32)  # matmul_nt's no-copy form
+    x = rng.standard_normal((7, 64), dtype=np.float32)
+    assert same_bits(M.matmul_nt(x, w), M.mm_plain(x, np.ascontiguousarray(w.T)))

@@ -46,6 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from impl.kernels import libm
+from impl.kernels.matmul import _block4
 
 F = npt.NDArray[np.float32]
 F32 = np.float32
@@ -147,23 +148,39 @@ def _probs(q: F, k: F, p: F, r0: int, t: int, hd: int, hc: int, kc: int, sc: np.
 
 
 @numba.njit(cache=True)
+def _wsum(wm: F, src: F, c0: int, hd: int, res: F) -> None:
+    """res[i, d] = sum over jj = 0..t-1, left to right from +0.0, of wm[i, jj] * src[jj, c0 + d] (t = wm's size),
+    each product rounded before its addition (pmul / pacc's sums, lines 2311, 2484-2495). Computed by the matrix
+    product's register-blocked running sum (matmul._block4: four rows of wm share each load of src's row; the
+    product src * wm is the same float32 number as wm * src), one block over all t positions. res has t + 3 rows (the last three are scratch for a
+    last group of fewer than four rows)."""
+    t = wm.shape[0]
+    for i in range(0, t, 4):
+        nr = min(4, t - i)
+        _block4(wm, i, nr, src, 0, t, c0, hd, res[i], res[i + 1], res[i + 2], res[i + 3])
+
+
+@numba.njit(cache=True)
+def _transpose(a: F, out: F) -> None:
+    """out = aᵀ (square t x t; copies only)."""
+    t = a.shape[0]
+    for i in range(t):
+        for j in range(t):
+            out[j, i] = a[i, j]
+
+
+@numba.njit(cache=True)
 def _fwd_unit(q: F, k: F, v: F, o: F, bi: int, hi: int, t: int, g: int, hd: int, sc: np.float32) -> None:
     """Sequence bi, query head hi: O's rows bi*t.. at the head's columns (head_fwd, line 2391)."""
     r0 = bi * t
     hc, kc = head_cols(hi, g, hd)
     p = np.zeros((t, t), dtype=np.float32)
     _probs(q, k, p, r0, t, hd, hc, kc, sc)
-    acc = np.empty(hd, dtype=np.float32)
+    res = np.empty((t + 3, hd), dtype=np.float32)
+    _wsum(p, v[r0:r0 + t], kc, hd, res)
     for i in range(t):
         for d in range(hd):
-            acc[d] = _ZERO
-        for j in range(t):
-            pij = p[i, j]
-            vj = r0 + j
-            for d in range(hd):
-                acc[d] += pij * v[vj, kc + d]
-        for d in range(hd):
-            o[r0 + i, hc + d] = acc[d]
+            o[r0 + i, hc + d] = res[i, d]
 
 
 @numba.njit(cache=True)
@@ -174,7 +191,8 @@ def _bwd_unit(q: F, k: F, v: F, dd: F, dq: F, dk: F, dv: F, bi: int, j: int, t: 
     r0 = bi * t
     p = np.zeros((t, t), dtype=np.float32)
     gm = np.zeros((t, t), dtype=np.float32)
-    acc = np.empty(hd, dtype=np.float32)
+    res = np.empty((t + 3, hd), dtype=np.float32)
+    wt = np.empty((t, t), dtype=np.float32)
     srow = np.empty(t, dtype=np.float32)
     for hi in range(j * g, j * g + g):
         hc, kc = head_cols(hi, g, hd)
@@ -191,38 +209,22 @@ def _bwd_unit(q: F, k: F, v: F, dd: F, dq: F, dk: F, dv: F, bi: int, j: int, t: 
             for jj in range(i + 1):
                 gm[i, jj] = (p[i, jj] * (gm[i, jj] - s)) * sc
         # dQ = G·K into the head's columns (pmul, line 2495)
+        _wsum(gm, k[r0:r0 + t], kc, hd, res)
         for i in range(t):
             for d in range(hd):
-                acc[d] = _ZERO
-            for jj in range(t):
-                gij = gm[i, jj]
-                kj = r0 + jj
-                for d in range(hd):
-                    acc[d] += gij * k[kj, kc + d]
-            for d in range(hd):
-                dq[r0 + i, hc + d] = acc[d]
-        # dK += Gᵀ·Q (pacc, line 2490)
+                dq[r0 + i, hc + d] = res[i, d]
+        # dK += Gᵀ·Q (pacc, line 2490): each sum over i from +0.0, then added
+        _transpose(gm, wt)
+        _wsum(wt, q[r0:r0 + t], hc, hd, res)
         for jj in range(t):
             for d in range(hd):
-                acc[d] = _ZERO
-            for i in range(t):
-                gij = gm[i, jj]
-                qi = r0 + i
-                for d in range(hd):
-                    acc[d] += gij * q[qi, hc + d]
-            for d in range(hd):
-                dk[r0 + jj, kc + d] = dk[r0 + jj, kc + d] + acc[d]
+                dk[r0 + jj, kc + d] = dk[r0 + jj, kc + d] + res[jj, d]
         # dV += Pᵀ·dO (pacc, line 2484)
+        _transpose(p, wt)
+        _wsum(wt, dd[r0:r0 + t], hc, hd, res)
         for jj in range(t):
             for d in range(hd):
-                acc[d] = _ZERO
-            for i in range(t):
-                pij = p[i, jj]
-                di = r0 + i
-                for d in range(hd):
-                    acc[d] += pij * dd[di, hc + d]
-            for d in range(hd):
-                dv[r0 + jj, kc + d] = dv[r0 + jj, kc + d] + acc[d]
+                dv[r0 + jj, kc + d] = dv[r0 + jj, kc + d] + res[jj, d]
 
 
 @numba.njit(cache=True)

@@ -33,6 +33,8 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from impl.kernels.serial import sized
+
 from impl.kernels import libm
 from impl.kernels.erf import erf32, erf_plain
 
@@ -191,6 +193,7 @@ def act_d(op: int, dy: np.float32, v: np.float32) -> np.float32:
 # the loops (Ew.map / Ew.zip, lines 166-196): flat, index order, independent outputs
 # ---------------------------------------------------------------------------------------------------------------
 
+@sized
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def act_fwd_into(op: int, x: F, y: F) -> None:
     """y[t] = f(x[t]) over flat arrays (Ew.map, line 182)."""
@@ -198,6 +201,7 @@ def act_fwd_into(op: int, x: F, y: F) -> None:
         y[t] = act_v(op, x[t])
 
 
+@sized
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def act_bwd_into(op: int, dy: F, v: F, dx: F) -> None:
     """dx[t] = d(dy[t], v[t]) over flat arrays (Ew.zip, line 193)."""

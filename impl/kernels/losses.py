@@ -36,6 +36,8 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from impl.kernels.serial import sized
+
 from impl.kernels import libm
 from impl.kernels.elementwise import lib_map
 from impl.kernels.rows import row_max
@@ -94,6 +96,7 @@ def tree_sum_plain(a: F) -> np.float32:
 # cross-entropy
 # ---------------------------------------------------------------------------------------------------------------
 
+@sized
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def ce_into(z: F, lab: I, dz: F) -> np.float32:
     """Cross-entropy's loss (returned) and gradient (into dz), as the module docstring says."""
@@ -150,6 +153,7 @@ def ce_plain(z: F, lab: I) -> tuple[np.float32, F]:
 # MSE
 # ---------------------------------------------------------------------------------------------------------------
 
+@sized
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def mse_into(y: F, t: F, dy: F) -> np.float32:
     """MSE over flat arrays: d = y - t; dy = d * kk, kk = 2 / float32(m); loss = tree_sum(d*d) / float32(m)."""

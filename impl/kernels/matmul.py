@@ -62,10 +62,20 @@ F32 = np.float32
 
 # the block length over the summed dimension (see the module's docstring for the measurement behind it)
 KB = 16
-# columns per tile of the fast kernel (a speed choice only: the order per element does not depend on it)
-JT = 256
-# output rows per parallel task (a speed choice only: each block of B is reused from cache by MB rows)
+# columns per tile of the fast kernel (a speed choice only: the order per element does not depend on it); a tile of B
+# (K x JT) stays in the L2 cache while every row block reads it
+JT = 1024
+# output rows per task (a speed choice only)
 MB = 16
+# rows whose running sums share each load of B (register blocking; a speed choice only)
+RB = 4
+# below this many multiply-adds (M K N) a product runs on the calling thread (the serial driver): waking numba's
+# thread pool costs more than it saves, and much more on a loaded machine (same bits: the same task code runs)
+SERIAL_BELOW = 1 << 21
+# B's size (numbers) from which it is streamed once (all rows per task; see _run)
+BIG_B = 1 << 22
+# W's size (numbers) from which matmul_nt does not copy Wᵀ (see there)
+BIG_W = 1 << 22
 _ZERO = np.float32(0.0)
 
 
@@ -75,104 +85,181 @@ _ZERO = np.float32(0.0)
 
 
 @numba.njit(cache=True)
-def _block(a: F, i: int, b: F, k0: int, k1: int, j0: int, jn: int, s: F) -> None:
-    """s[j] = the running sum, left to right from +0.0, of A[i, k] * B[k, j0 + j] over k0 <= k < k1, for j < jn.
-    Eight terms per pass over s; within a pass each s[j] still adds its terms one after the other, each product
-    rounded before its addition."""
+def _block4(a: F, i: int, nr: int, b: F, k0: int, k1: int, j0: int, jn: int, s0: F, s1: F, s2: F,
+            s3: F) -> None:
+    """For the nr (1..4) rows i, i+1, ...: s_r[j] = the running sum, left to right from +0.0, of
+    A[i + r, k] * B[k, j0 + j] over k0 <= k < k1, for j < jn (rows r >= nr repeat row i and are discarded).
+    Four k per pass over the s_r, each loaded B[k, j] used by the four rows (register blocking); within a pass
+    each s_r[j] still adds its terms one after the other, each product rounded before its addition."""
+    i1 = i + 1 if nr > 1 else i
+    i2 = i + 2 if nr > 2 else i
+    i3 = i + 3 if nr > 3 else i
     for j in range(jn):
-        s[j] = _ZERO
+        s0[j] = _ZERO
+        s1[j] = _ZERO
+        s2[j] = _ZERO
+        s3[j] = _ZERO
     kk = k0
-    while kk + 8 <= k1:
-        x0 = a[i, kk]
-        x1 = a[i, kk + 1]
-        x2 = a[i, kk + 2]
-        x3 = a[i, kk + 3]
-        x4 = a[i, kk + 4]
-        x5 = a[i, kk + 5]
-        x6 = a[i, kk + 6]
-        x7 = a[i, kk + 7]
+    while kk + 4 <= k1:
+        x00 = a[i, kk]
+        x01 = a[i, kk + 1]
+        x02 = a[i, kk + 2]
+        x03 = a[i, kk + 3]
+        x10 = a[i1, kk]
+        x11 = a[i1, kk + 1]
+        x12 = a[i1, kk + 2]
+        x13 = a[i1, kk + 3]
+        x20 = a[i2, kk]
+        x21 = a[i2, kk + 1]
+        x22 = a[i2, kk + 2]
+        x23 = a[i2, kk + 3]
+        x30 = a[i3, kk]
+        x31 = a[i3, kk + 1]
+        x32 = a[i3, kk + 2]
+        x33 = a[i3, kk + 3]
         b0 = b[kk, j0:j0 + jn]
         b1 = b[kk + 1, j0:j0 + jn]
         b2 = b[kk + 2, j0:j0 + jn]
         b3 = b[kk + 3, j0:j0 + jn]
-        b4 = b[kk + 4, j0:j0 + jn]
-        b5 = b[kk + 5, j0:j0 + jn]
-        b6 = b[kk + 6, j0:j0 + jn]
-        b7 = b[kk + 7, j0:j0 + jn]
         for j in range(jn):
-            s[j] = (((((((s[j] + x0 * b0[j]) + x1 * b1[j]) + x2 * b2[j]) + x3 * b3[j]) + x4 * b4[j])
-                     + x5 * b5[j]) + x6 * b6[j]) + x7 * b7[j]
-        kk += 8
+            c0 = b0[j]
+            c1 = b1[j]
+            c2 = b2[j]
+            c3 = b3[j]
+            s0[j] = (((s0[j] + x00 * c0) + x01 * c1) + x02 * c2) + x03 * c3
+            s1[j] = (((s1[j] + x10 * c0) + x11 * c1) + x12 * c2) + x13 * c3
+            s2[j] = (((s2[j] + x20 * c0) + x21 * c1) + x22 * c2) + x23 * c3
+            s3[j] = (((s3[j] + x30 * c0) + x31 * c1) + x32 * c2) + x33 * c3
+        kk += 4
     while kk < k1:
-        x0 = a[i, kk]
+        x00 = a[i, kk]
+        x10 = a[i1, kk]
+        x20 = a[i2, kk]
+        x30 = a[i3, kk]
         b0 = b[kk, j0:j0 + jn]
         for j in range(jn):
-            s[j] = s[j] + x0 * b0[j]
+            c0 = b0[j]
+            s0[j] = s0[j] + x00 * c0
+            s1[j] = s1[j] + x10 * c0
+            s2[j] = s2[j] + x20 * c0
+            s3[j] = s3[j] + x30 * c0
         kk += 1
 
 
-@numba.njit(cache=True, parallel=True)
-def _mm(a: F, b: F, c: F, kb: int, acc: bool) -> None:
-    """C[i, j] = (C[i, j] + ) blocked_tree_k(A[i, k] * B[k, j]). prange over blocks of MB output rows (never over
-    the sum); per row block, tiles of JT columns; per tile, the K-blocks in order, each computed for the MB rows
-    in turn (so the block's KB x JT numbers of B are read from cache MB times) and merged into that row's stack."""
+@numba.njit(cache=True)
+def _merge(s: F, stack: F, blk: int, jn: int) -> None:
+    """Block blk's partial s merged with the complete subtrees on its left (tree_sum's pairs: while blk's low bits
+    are 1, s = stack[lev] + s), then pushed at its level."""
+    t = blk
+    lev = 0
+    while t & 1:
+        sl = stack[lev]
+        for j in range(jn):
+            s[j] = sl[j] + s[j]
+        t >>= 1
+        lev += 1
+    sl = stack[lev]
+    for j in range(jn):
+        sl[j] = s[j]
+
+
+@numba.njit(cache=True)
+def _fold_out(s: F, stack: F, nb: int, nlev: int, jn: int, ct: F, acc: bool) -> None:
+    """What is left on the stack folded, smallest level first (tree_sum's carried odd ones), into ct (= or +=)."""
+    if nb == 0:
+        for j in range(jn):
+            s[j] = _ZERO
+    else:
+        lo = 0
+        while not (nb >> lo) & 1:
+            lo += 1
+        sl = stack[lo]
+        for j in range(jn):
+            s[j] = sl[j]
+        for lev in range(lo + 1, nlev):
+            if (nb >> lev) & 1:
+                sl = stack[lev]
+                for j in range(jn):
+                    s[j] = sl[j] + s[j]
+    if acc:
+        for j in range(jn):
+            ct[j] = ct[j] + s[j]
+    else:
+        for j in range(jn):
+            ct[j] = s[j]
+
+
+@numba.njit(cache=True)
+def _mm_task(a: F, b: F, c: F, kb: int, acc: bool, task: int, nrb: int, nlev: int, mb: int, jtw: int) -> None:
+    """One task of the product: the output rows [i0, i0 + mb) by columns [j0, j0 + jtw) (task = column tile *
+    nrb + row block); per K-block in order, the rows four at a time (_block4), each row's partial merged into its
+    stack; then each row's stack folded into C."""
     m, k = a.shape
     n = b.shape[1]
     nb = (k + kb - 1) // kb
-    nrb = (m + MB - 1) // MB
+    jt = task // nrb
+    rb = task - jt * nrb
+    i0 = rb * mb
+    mr = min(mb, m - i0)
+    j0 = jt * jtw
+    jn = min(jtw, n - j0)
+    stacks = np.empty((mb, nlev, jtw), dtype=np.float32)
+    ss = np.empty((RB, jtw), dtype=np.float32)
+    for blk in range(nb):
+        for r in range(0, mr, RB):
+            nr = min(RB, mr - r)
+            _block4(a, i0 + r, nr, b, blk * kb, min(k, (blk + 1) * kb), j0, jn, ss[0], ss[1], ss[2], ss[3])
+            for q in range(nr):
+                _merge(ss[q], stacks[r + q], blk, jn)
+    for r in range(mr):
+        _fold_out(ss[0], stacks[r], nb, nlev, jn, c[i0 + r, j0:j0 + jn], acc)
+
+
+@numba.njit(cache=True, parallel=True)
+def _mm(a: F, b: F, c: F, kb: int, acc: bool, mb: int, jtw: int) -> None:
+    """C[i, j] = (C[i, j] + ) blocked_tree_k(A[i, k] * B[k, j]). prange over tasks (column tile, row block) of
+    independent outputs (never over a sum), column tile outermost so that the threads share one tile of B."""
+    m, k = a.shape
+    n = b.shape[1]
+    nb = (k + kb - 1) // kb
+    nrb = (m + mb - 1) // mb
+    njt = (n + jtw - 1) // jtw
     nlev = 1  # the stack's levels: the bit length of nb (at least 1)
     while (nb >> nlev) > 0:
         nlev += 1
-    for rb in numba.prange(nrb):
-        i0 = rb * MB
-        mr = min(MB, m - i0)
-        stacks = np.empty((MB, nlev, JT), dtype=np.float32)
-        ss = np.empty((MB, JT), dtype=np.float32)
-        for j0 in range(0, n, JT):
-            jn = min(JT, n - j0)
-            for blk in range(nb):
-                for r in range(mr):
-                    s = ss[r]
-                    stack = stacks[r]
-                    _block(a, i0 + r, b, blk * kb, min(k, (blk + 1) * kb), j0, jn, s)
-                    # block blk done: merge it with the complete subtrees on its left (tree_sum's pairs)
-                    t = blk
-                    lev = 0
-                    while t & 1:
-                        sl = stack[lev]
-                        for j in range(jn):
-                            s[j] = sl[j] + s[j]
-                        t >>= 1
-                        lev += 1
-                    sl = stack[lev]
-                    for j in range(jn):
-                        sl[j] = s[j]
-            for r in range(mr):
-                s = ss[r]
-                stack = stacks[r]
-                # fold what is left, smallest level first (tree_sum's carried odd ones)
-                if nb == 0:
-                    for j in range(jn):
-                        s[j] = _ZERO
-                else:
-                    lo = 0
-                    while not (nb >> lo) & 1:
-                        lo += 1
-                    sl = stack[lo]
-                    for j in range(jn):
-                        s[j] = sl[j]
-                    for lev in range(lo + 1, nlev):
-                        if (nb >> lev) & 1:
-                            sl = stack[lev]
-                            for j in range(jn):
-                                s[j] = sl[j] + s[j]
-                ct = c[i0 + r, j0:j0 + jn]
-                if acc:
-                    for j in range(jn):
-                        ct[j] = ct[j] + s[j]
-                else:
-                    for j in range(jn):
-                        ct[j] = s[j]
+    for task in numba.prange(nrb * njt):
+        _mm_task(a, b, c, kb, acc, task, nrb, nlev, mb, jtw)
+
+
+@numba.njit(cache=True)
+def _mm_serial(a: F, b: F, c: F, kb: int, acc: bool, mb: int, jtw: int) -> None:
+    """_mm's tasks in a plain loop on the calling thread (for small products; the same bits)."""
+    m, k = a.shape
+    n = b.shape[1]
+    nb = (k + kb - 1) // kb
+    nrb = (m + mb - 1) // mb
+    njt = (n + jtw - 1) // jtw
+    nlev = 1
+    while (nb >> nlev) > 0:
+        nlev += 1
+    for task in range(nrb * njt):
+        _mm_task(a, b, c, kb, acc, task, nrb, nlev, mb, jtw)
+
+
+def _run(a: F, b: F, c: F, kb: int, acc: bool) -> None:
+    """The product's driver: serial for small products; otherwise tasks of MB rows x JT columns, except when B is
+    too big for the caches and A has few rows (the tied head's dX = dY·W, 128 x 49152 by 49152 x 576): then each
+    task takes all the rows and a share of the columns, so B is streamed from memory once instead of once per row
+    block. The tiling never changes the bits (each output's order is fixed by kb alone)."""
+    m, k = a.shape
+    n = b.shape[1]
+    if m * k * n < SERIAL_BELOW:
+        _mm_serial(a, b, c, kb, acc, MB, JT)
+    elif k * n >= BIG_B and m <= 256:
+        share = -(-n // max(1, numba.get_num_threads()))
+        _mm(a, b, c, kb, acc, max(1, m), max(16, -(-share // 16) * 16))
+    else:
+        _mm(a, b, c, kb, acc, MB, JT)
 
 
 def _f32c(x: F, name: str) -> F:
@@ -189,7 +276,7 @@ def mm(a: F, b: F, kb: int = KB) -> F:
     if a.shape[1] != b.shape[0]:
         raise ValueError(f"matmul: A is {a.shape}, B is {b.shape}: inner sizes differ")
     c = np.empty((a.shape[0], b.shape[1]), dtype=np.float32)
-    _mm(a, b, c, kb, False)
+    _run(a, b, c, kb, False)
     return c
 
 
@@ -201,7 +288,7 @@ def mm_acc(a: F, b: F, c: F, kb: int = KB) -> F:
         raise ValueError(f"matmul: A is {a.shape}, B is {b.shape}, C is {c.shape} {c.dtype}")
     if not c.flags.c_contiguous:
         raise ValueError("matmul: the accumulator C must be C-contiguous (it is written in place)")
-    _mm(a, b, c, kb, True)
+    _run(a, b, c, kb, True)
     return c
 
 
@@ -235,7 +322,13 @@ def mm_plain(a: F, b: F, kb: int = KB) -> F:
 
 def matmul_nt(x: F, w: F) -> F:
     """y = x·Wᵀ (Linear's forward, main.bend line 618): x n x i, W o x i, y n x o; y[r, c] sums over i in the
-    blocked-tree order. Wᵀ is copied row-major (i x o) for the core."""
+    blocked-tree order. The core gets either x and a row-major copy of Wᵀ (i x o), or, when W is the larger
+    (o i >= BIG_W numbers, e.g. the 49152 x 576 LM head), W and xᵀ, whose o x n result is transposed back: the same
+    products (A B = B A exactly in floating point) summed in the same order, so the same bits, without copying W."""
+    n, i = x.shape
+    o = w.shape[0]
+    if o * i >= BIG_W:
+        return np.ascontiguousarray(mm(w, np.ascontiguousarray(x.T)).T)
     return mm(x, np.ascontiguousarray(w.T))
 
 

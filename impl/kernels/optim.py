@@ -11,12 +11,15 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from impl.kernels.serial import sized
+
 F = npt.NDArray[np.float32]
 F32 = np.float32
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
 
 
+@sized
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def sgd(w: F, g: F, lr: np.float32) -> None:
     """w <- w + (-lr) g, as PyTorch's p.add_(g, alpha=-lr); g <- 0 (sgd_l, main.bend line 239)."""
@@ -26,6 +29,7 @@ def sgd(w: F, g: F, lr: np.float32) -> None:
         g[t] = _ZERO
 
 
+@sized
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def momentum(w: F, g: F, m: F, lr: np.float32, mu: np.float32) -> None:
     """buf <- buf*mu + g; w <- w + (-lr)*buf; g <- 0 (mom_l, main.bend line 247)."""
@@ -37,6 +41,7 @@ def momentum(w: F, g: F, m: F, lr: np.float32, mu: np.float32) -> None:
         g[t] = _ZERO
 
 
+@sized
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def adam(w: F, g: F, m: F, v: F, lr: np.float32, c1: np.float32, b2: np.float32, c2: np.float32,
          eps: np.float32, wd: np.float32, dec: bool, step: np.float32, bc2: np.float32) -> None:

@@ -20,6 +20,8 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from impl.kernels.serial import sized
+
 from impl.kernels import libm
 
 F = npt.NDArray[np.float32]
@@ -40,6 +42,7 @@ def rope_table(t: int, half: int, base: np.float32) -> tuple[F, F]:
     return cs, sn
 
 
+@sized
 @numba.njit(cache=True, parallel=True)
 def rope_apply(x: F, cs: F, sn: F, t: int, h: int, half: int, fwd: bool) -> F:
     """The rotated copy of x (n x w, w = h*2*half): forward or backward (rope_p3, line 2151). Rows are independent

@@ -28,6 +28,8 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from impl.kernels.serial import sized
+
 from impl.kernels import libm
 from impl.kernels.elementwise import lib_map
 
@@ -54,6 +56,7 @@ def row_max(x: F, i: int) -> np.float32:
     return np.float32(m)
 
 
+@sized
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def softmax_fwd_into(x: F, y: F) -> None:
     """psm over each row (lines 1370-1376): m = row max; e[j] = exp(x[j] - m), s = ((0 + e[0]) + e[1]) + ...
@@ -70,6 +73,7 @@ def softmax_fwd_into(x: F, y: F) -> None:
             y[i, j] = y[i, j] / s
 
 
+@sized
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def softmax_bwd_into(y: F, dy: F, dx: F) -> None:
     """smb_rows (line 1423): s = sdot(dy, y) = ((0 + dy[0]*y[0]) + dy[1]*y[1]) + ... (line 1304);
@@ -101,6 +105,7 @@ def softmax_bwd_plain(y: F, dy: F) -> F:
 # log-softmax (lines 1444-1522)
 # ---------------------------------------------------------------------------------------------------------------
 
+@sized
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def logsoftmax_fwd_into(x: F, y: F) -> None:
     """lsm_row (line 1472): m = row max; s = sum of exp(x[j] - m) from +0.0 in order (lsum, line 1447);
@@ -116,6 +121,7 @@ def logsoftmax_fwd_into(x: F, y: F) -> None:
             y[i, j] = (x[i, j] - m) - lg
 
 
+@sized
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def logsoftmax_bwd_into(y: F, dy: F, dx: F) -> None:
     """lsmb_rows (line 1509): s = sum of dy from +0.0 in order (asum, line 1488); dx[j] = dy[j] - exp(y[j]) * s
@@ -156,6 +162,7 @@ def rms_inv_row(x: F, i: int, df: np.float32, eps: np.float32) -> np.float32:
     return _ONE / math.sqrt(s / df + eps)
 
 
+@sized
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def rms_fwd_into(x: F, g: F, eps: np.float32, y: F) -> None:
     """rmsf_row (line 1589): r = rms_inv(ssq(x)); y[j] = g[j] * (x[j] * r) (rms_w, line 1577)."""
@@ -167,6 +174,7 @@ def rms_fwd_into(x: F, g: F, eps: np.float32, y: F) -> None:
             y[i, j] = g[0, j] * (x[i, j] * r)
 
 
+@sized
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def rms_bwd_into(x: F, g: F, dy: F, eps: np.float32, dx: F, gacc: F) -> None:
     """rmsb_row (line 1653), per row: r = rms_inv(ssq(x)); s = sum of (dy[j]*g[j]) * (x[j]*r) from +0.0 in order
@@ -242,6 +250,7 @@ def ln_mr_row(x: F, i: int, df: np.float32, eps: np.float32) -> tuple[np.float32
     return mu, _ONE / math.sqrt(v / df + eps)
 
 
+@sized
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def ln_fwd_into(x: F, g: F, b: F, eps: np.float32, y: F) -> None:
     """lnf_row (line 1728): y[j] = (((x[j] - mu) * r) * g[j]) + b[j] (lnf_w, line 1716)."""
@@ -253,6 +262,7 @@ def ln_fwd_into(x: F, g: F, b: F, eps: np.float32, y: F) -> None:
             y[i, j] = ((x[i, j] - mu) * r) * g[0, j] + b[0, j]
 
 
+@sized
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def ln_bwd_into(x: F, g: F, dy: F, eps: np.float32, dx: F, gg: F, gb: F) -> None:
     """lnb_row (line 1790), per row: mu, r as ln_mr; sa = sum of dy[j]*g[j], sb = sum of (dy[j]*g[j]) *

@@ -1,0 +1,49 @@
+"""Serial twins of the parallel kernels, for small problems.
+
+numba's thread pool costs more than it saves on small arrays, and much more on a loaded machine (a tiny Llama step
+measured 0.3 s instead of 3 ms with 2 threads under load). `sized(kernel)` returns a function that runs the kernel
+as compiled (prange over threads) when its first array argument has at least SERIAL_BELOW numbers, and otherwise a
+serial twin: the SAME Python function compiled without parallel=True, so its prange is a plain range. Every parallel
+kernel here pranges only over independent outputs (never over a sum; docs/DESIGN.md), so each output is the same
+expression in the same order either way: the same bits (tests/test_determinism.py and tests/test_speed_bits.py run
+both). The twin is cached like the kernel (cache=True), under its own name (`<name>_serial`).
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from typing import Any, Callable
+
+import numba
+import numpy as np
+
+# numbers in the first array argument below which the serial twin runs
+SERIAL_BELOW = 1 << 16
+
+
+def serial_twin(kernel: Any) -> Any:
+    """The kernel's Python function compiled with its options but parallel=False (prange runs as range)."""
+    f = kernel.py_func
+    g = types.FunctionType(f.__code__, f.__globals__, f.__name__ + "_serial", f.__defaults__, f.__closure__)
+    g.__qualname__ = f.__qualname__ + "_serial"
+    g.__doc__ = f.__doc__
+    g.__module__ = f.__module__
+    opts = {k: v for k, v in kernel.targetoptions.items() if k not in ("parallel", "nopython")}
+    return numba.njit(cache=True, **opts)(g)
+
+
+def sized(kernel: Any, below: int = SERIAL_BELOW) -> Callable[..., Any]:
+    """kernel(*args) on the thread pool for big first arrays, its serial twin for small ones (same bits)."""
+    twin = serial_twin(kernel)
+
+    @functools.wraps(kernel.py_func)
+    def run(*args: Any) -> Any:
+        for a in args:
+            if isinstance(a, np.ndarray):
+                return (twin if a.size < below else kernel)(*args)
+        return kernel(*args)
+
+    run.parallel = kernel  # type: ignore[attr-defined]
+    run.serial = twin  # type: ignore[attr-defined]
+    return run
