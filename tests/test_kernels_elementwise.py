@@ -4,9 +4,7 @@ gradient +0 where y <= 0, dropout p = 0 is the identity, the kept fraction), and
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 
-import numba
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -20,31 +18,16 @@ from impl.layers.dropout import DropP, Dropout
 from impl.optim import CSGD, opt_at
 from impl.protocol import NoMom
 
+from tests.bitcheck import same_bits_or_nan  # noqa: E402
+
 F32 = np.float32
 Arr = npt.NDArray[np.float32]
-THREADS = sorted({1, min(2, int(getattr(numba.config, "NUMBA_NUM_THREADS")))})
 OPS = list(range(len(E.NAMES)))
 SPECIALS = np.array([0.0, -0.0, 1e-45, -1e-45, 1e-40, -3e-39, 1.1754944e-38, -1.1754942e-38, 1e20, -1e20, 3e38,
                      -3.4028235e38, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 9.0, -9.0, 88.7, -88.7, 104.0,
                      -104.0, 3.92, -3.92, 0.84375, -0.84375], dtype=F32)
 
 
-@pytest.fixture(params=THREADS)
-def threads(request: pytest.FixtureRequest) -> Iterator[int]:
-    old = numba.get_num_threads()
-    numba.set_num_threads(request.param)
-    yield request.param
-    numba.set_num_threads(old)
-
-
-def same_bits_or_nan(a: Arr, b: Arr) -> bool:
-    """Same bits everywhere except where both are NaN. When two NaNs meet in one operation (dy NaN and the saved
-    value NaN), IEEE 754 leaves which payload survives open and LLVM may swap the operands of a commutative
-    operation, so only NaN-ness is compared there."""
-    an, bn = np.isnan(a), np.isnan(b)
-    if a.shape != b.shape or not np.array_equal(an, bn):
-        return False
-    return bool(np.array_equal(a.view(np.uint32)[~an], b.view(np.uint32)[~bn]))
 
 
 def inputs(seed: int) -> tuple[Arr, Arr]:

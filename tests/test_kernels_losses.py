@@ -4,10 +4,8 @@ row is overwritten, MSE's 2 / (n*c) rounded once), and the labels' validation.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import numba
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -21,15 +19,7 @@ from impl.protocol import ShapeError
 
 F32 = np.float32
 Arr = npt.NDArray[np.float32]
-THREADS = sorted({1, min(2, int(getattr(numba.config, "NUMBA_NUM_THREADS")))})
 
-
-@pytest.fixture(params=THREADS)
-def threads(request: pytest.FixtureRequest) -> Iterator[int]:
-    old = numba.get_num_threads()
-    numba.set_num_threads(request.param)
-    yield request.param
-    numba.set_num_threads(old)
 
 
 def f32s(*xs: float | np.floating[Any]) -> Arr:

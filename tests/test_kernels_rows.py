@@ -5,9 +5,8 @@ rows from zeros, LayerNorm's step / dump / load / store."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
-import numba
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -19,30 +18,15 @@ from impl.layers.rows import LN, LayerNorm, LogSoftmax, RMSNorm, Softmax
 from impl.optim import CAdamW, CSGD, opt_at, state_new
 from impl.protocol import ShapeError, TwoMom
 
+from tests.bitcheck import same_bits_or_nan  # noqa: E402
+
 F32 = np.float32
 Arr = npt.NDArray[np.float32]
-THREADS = sorted({1, min(2, int(getattr(numba.config, "NUMBA_NUM_THREADS")))})
 # (n, c): one row, one column, a column count over two blocks of K.CB, a tall matrix
 SHAPES = [(1, 1), (1, 7), (5, 1), (6, 150), (40, 33)]
 EPS = F32(1e-5)
 
 
-@pytest.fixture(params=THREADS)
-def threads(request: pytest.FixtureRequest) -> Iterator[int]:
-    old = numba.get_num_threads()
-    numba.set_num_threads(request.param)
-    yield request.param
-    numba.set_num_threads(old)
-
-
-def same_bits_or_nan(a: Arr, b: Arr) -> bool:
-    """Same bits everywhere except where both are NaN: when two NaNs meet in one operation (say a NaN row's r and an
-    inf row's inf * 0 in a column sum), IEEE 754 leaves which payload survives open and LLVM may swap the operands
-    of a commutative operation, so only NaN-ness is compared there."""
-    an, bn = np.isnan(a), np.isnan(b)
-    if a.shape != b.shape or not np.array_equal(an, bn):
-        return False
-    return bool(np.array_equal(a.view(np.uint32)[~an], b.view(np.uint32)[~bn]))
 
 
 def mats(n: int, c: int, seed: int, scale: float = 1.0) -> tuple[Arr, Arr, Arr, Arr, Arr]:
