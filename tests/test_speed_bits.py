@@ -61,3 +61,60 @@ def test_every_matmul_driver_gives_the_plain_order_bits() -> None:
     w = rng.standard_normal((M.BIG_W // 64 + 3, 64), dtype=np.float32)  # matmul_nt's no-copy form
     x = rng.standard_normal((7, 64), dtype=np.float32)
     assert same_bits(M.matmul_nt(x, w), M.mm_plain(x, np.ascontiguousarray(w.T)))
+
+
+def test_serial_twins_give_the_parallel_kernels_bits() -> None:
+    """Each kernel wrapped by impl.kernels.serial.sized: its serial twin (small arrays) and the parallel kernel
+    (big arrays) on the same inputs, with NaN, infinities and signed zeros mixed in, give the same bits in every
+    output array and the same returned value."""
+    from impl.kernels import elementwise as E
+    from impl.kernels import losses as LS
+    from impl.kernels import optim as O
+    from impl.kernels import rope as R
+    from impl.kernels import rows as RW
+
+    rng = np.random.default_rng(9)
+    f32 = np.float32
+
+    def mat(r: int, c: int) -> Any:
+        x = rng.standard_normal((r, c), dtype=np.float32) * f32(3)
+        flat = x.reshape(-1)
+        flat[:4] = [np.nan, np.inf, -0.0, 0.0]
+        return x
+
+    n, d = 37, 91
+    x, dy, g = mat(n, d), mat(n, d), mat(1, d)
+    pos = np.abs(mat(n, d)) + f32(0.5)
+    lab = rng.integers(0, d + 2, size=n).astype(np.int64)
+    cs, sn = R.rope_table(n, 4, f32(10000.0))
+    cases: list[tuple[Any, tuple[Any, ...]]] = []
+    for op in range(6):
+        cases.append((E.act_fwd_into, (op, x.reshape(-1), np.empty(n * d, np.float32))))
+        cases.append((E.act_bwd_into, (op, dy.reshape(-1), x.reshape(-1), np.empty(n * d, np.float32))))
+    cases += [
+        (RW.softmax_fwd_into, (x, np.empty_like(x))),
+        (RW.softmax_bwd_into, (pos, dy, np.empty_like(x))),
+        (RW.logsoftmax_fwd_into, (x, np.empty_like(x))),
+        (RW.logsoftmax_bwd_into, (x, dy, np.empty_like(x))),
+        (RW.rms_fwd_into, (x, g, f32(1e-5), np.empty_like(x))),
+        (RW.rms_bwd_into, (x, g, dy, f32(1e-5), np.empty_like(x), mat(1, d))),
+        (RW.ln_fwd_into, (x, g, mat(1, d), f32(1e-5), np.empty_like(x))),
+        (RW.ln_bwd_into, (x, g, dy, f32(1e-5), np.empty_like(x), mat(1, d), mat(1, d))),
+        (O.sgd, (x.reshape(-1).copy(), dy.reshape(-1).copy(), f32(1e-3))),
+        (O.momentum, (x.reshape(-1).copy(), dy.reshape(-1).copy(), mat(n, d).reshape(-1), f32(1e-3), f32(0.9))),
+        (O.adam, (x.reshape(-1).copy(), dy.reshape(-1).copy(), mat(n, d).reshape(-1), pos.reshape(-1).copy(),
+                  f32(1e-3), f32(0.1), f32(0.999), f32(0.001), f32(1e-8), f32(0.01), True, f32(1e-3), f32(0.03))),
+        (LS.ce_into, (x, lab, np.empty_like(x))),
+        (LS.mse_into, (x.reshape(-1), dy.reshape(-1), np.empty(n * d, np.float32))),
+        (R.rope_apply, (mat(n, 16), cs, sn, n, 2, 4, True)),
+        (R.rope_apply, (mat(n, 16), cs, sn, n, 2, 4, False)),
+    ]
+    for k, args in cases:
+        outs = []
+        for f in (k.serial, k.parallel):
+            a2 = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+            r = f(*a2)
+            outs.append(([a.view(np.uint32).tobytes() if a.dtype == np.float32 else a.tobytes()
+                          for a in a2 if isinstance(a, np.ndarray)],
+                         np.asarray(r, dtype=np.float32).view(np.uint32).tobytes() if r is not None else None))
+        assert outs[0] == outs[1], k.__name__

@@ -31,6 +31,11 @@ in a tree of parallel lets when `attn_tree(b, t, w)` says so (line 2698), with t
 same compiled function as in the sequential kernels, so the bits never depend on the thread count or on the choice;
 `attn_parallel` decides, and the layer's `par` argument can force either way (tests check the law).
 
+Speed (issue 8, same bits): the four weighted sums over positions (O = P·V, dQ = G·K, dK += Gᵀ·Q, dV += Pᵀ·dO)
+run through `_wsum`, the matrix product's register-blocked running sum (four output rows share each loaded row of
+V, K, Q or dO), with Gᵀ and Pᵀ copied once per head so that every sum reads a row; each sum is still over all t
+positions, left to right from +0.0, each product rounded before it is added.
+
 Every literal inside the kernels is np.float32; exp is numba's math.exp on float32 (the C library's expf). The plain
 versions (`*_plain`) keep the same order with numpy float32 element-wise operations (one rounding each) and
 impl.kernels.libm.expf.

@@ -42,13 +42,19 @@ KB = 32 (median 1.02-1.65 ulps, bracketed error up to 2.75) and KB = 64 (median 
 than KB = 16 on every reference shape. KB = 16 rather than 8: about the same accuracy (median 1.2 against 1.1
 ulps, the bracketed error alike) at 60 rather than 49 GFLOP/s on (128x576)@(576x576).
 
-Speed: numba @njit(cache=True, parallel=True), prange over blocks of MB output rows only (never over a sum); per
-row block, tiles of JT columns; per K-block and row, an i-k-j loop over a contiguous accumulator of JT numbers, eight
-k per pass (each element still adds its terms in order), which LLVM vectorizes without fastmath.
-GFLOP/s (2 threads, `python -m bench.matmul`):
-    (128x576)@(576x576) 75, (128x576)@(576x1536) 56, (128x1536)@(1536x576) 76, (576x128)@(128x576) 62,
-    (128x576)@(576x49152) 44, (128x49152)@(49152x576) 43 (torch: 140-200), best of a few runs on a shared
-    2-core AMD EPYC (AVX-512); repeated runs of the first shape give 55-75.
+Speed (issue 8; the order above is untouched, tests/test_speed_bits.py pins the bits of whole training runs and
+compares every driver with mm_plain): numba @njit(cache=True, parallel=True), prange over tasks of independent
+outputs only (never over a sum). A task is MB output rows by one tile of columns (tiles of equal widths, at most
+JT = 1024, column tile outermost so the threads share one K x JT tile of B from the L2 cache); per K-block in
+order, the task's rows four at a time (`_block4`: each loaded B[k, j] serves four rows' running sums, four k per
+pass; register blocking), each row's partial merged into its stack. Products below SERIAL_BELOW multiply-adds run
+the same task code on the calling thread (no thread pool). When B is bigger than the caches and A has few rows (the
+tied head's dX, 128 x 49152 by 49152 x 576) a task takes all rows and a share of the columns, so B is streamed
+once. matmul_nt does not copy a big W (the 49152 x 576 head): it computes W·xᵀ and transposes the small result.
+GFLOP/s at 1 thread (the core driver alone, best of 2-5 runs, standard normal inputs): before -> after
+    (128x576)@(576x576) 31 -> 52-55, (128x576)@(576x1536) 27 -> 57, (128x1536)@(1536x576) 29 -> 52-54,
+    (576x128)@(128x576) 30 -> 55-61, (128x576)@(576x49152) 22 -> 52-54, (49152x128)@(128x576) 30-34 -> 48-57
+(measured on a shared 2-core AMD EPYC with AVX-512; timings there vary by up to 1.5x with the other tenants' load).
 """
 
 from __future__ import annotations
@@ -259,7 +265,8 @@ def _run(a: F, b: F, c: F, kb: int, acc: bool) -> None:
         share = -(-n // max(1, numba.get_num_threads()))
         _mm(a, b, c, kb, acc, max(1, m), max(16, -(-share // 16) * 16))
     else:
-        _mm(a, b, c, kb, acc, MB, JT)
+        njt = -(-n // JT)  # column tiles of at most JT, of equal widths (rounded up to 16) so tasks are even
+        _mm(a, b, c, kb, acc, MB, max(16, -(-(-(-n // njt)) // 16) * 16))
 
 
 def _f32c(x: F, name: str) -> F:
