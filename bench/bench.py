@@ -17,7 +17,7 @@ when it exists (the sweep is not rerun); with --laws, the wall time of `bendtorc
 
     bendtorch bench                       both models
     bendtorch bench --models tiny --json bench.json
-    bendtorch bench --laws --json reports/results/bench.json
+    bendtorch bench --laws --state-bytes --json reports/results/bench.json
 """
 
 from __future__ import annotations
@@ -50,6 +50,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--laws", action="store_true",
                    help="also time `bendtorch laws --profile ci` in a subprocess (minutes)")
     p.add_argument("--no-startup", action="store_true", help="skip the fresh-process first-step timings")
+    p.add_argument("--state-bytes", action="store_true",
+                   help="also measure the optimizer state's bytes after one smol step: F32 AdamW against packed "
+                        "BF16 moments (bench/state_bytes.py)")
 
 
 def _reset_peak() -> bool:
@@ -272,6 +275,13 @@ def run(a: argparse.Namespace) -> int:
         res["laws_ci"] = laws_ci_time()
         print(f"bendtorch laws --profile ci: {res['laws_ci']['seconds']:.0f} s (exit {res['laws_ci']['returncode']})",
               flush=True)
+    if a.state_bytes:
+        from bench.state_bytes import measure
+        sb = measure("smol", a.layers)
+        res["optimizer_state_bytes"] = sb
+        print(f"optimizer state after one smol step: F32 AdamW {sb['adamw_f32']:,} bytes, packed BF16 m "
+              f"{sb['adamw_bf16_m']:,} ({sb['bf16_m_over_f32']:.3f}x), packed BF16 m and v {sb['adamw_bf16_mv']:,} "
+              f"({sb['bf16_mv_over_f32']:.3f}x)", flush=True)
     res["load_average_at_end"] = list(os.getloadavg())
     res["goals"] = goals(res)
     for g in res["goals"]:
