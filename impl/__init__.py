@@ -1,6 +1,6 @@
 """impl: BendTorch in float32 Python, faithful to the seed's semantics (main.bend).
 
-    import impl as L            # or: import oracle as L, for the float64 twin
+    import impl as L            # or: import oracle as L, for the oracle's twin
     m = L.Seq(L.Linear(8, 4, 16), L.Seq(L.GELUErf(8, 16), L.Linear(8, 16, 3)))
 
 Layers are records of the seed's eight functions (impl.protocol.Layer); combinators compose them; impl.optim holds the

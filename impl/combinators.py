@@ -2,7 +2,7 @@
 
 They only move values between layers; the one number each adds is an element-wise sum (Fork's two input gradients,
 Add2) or product (Mul2), which numpy rounds once per element in the arrays' own dtype. So they are shared by impl
-(float32) and oracle (float64): a combinator composes layers of one dtype and refuses to mix the two.
+(float32) and oracle (its wider type): a combinator composes layers of one dtype and refuses to mix the two.
 
 Parameters, gradients, saved values and optimizer state of a pair of layers are Python pairs (the seed's Two{a, b}).
 """

@@ -10,8 +10,9 @@ embedding and refuses it otherwise (impl cannot untie it).
 
 Reading checks every name and shape before it builds anything: a missing tensor, an unexpected name or a wrong shape
 raises InterchangeError naming it (and the file). float16 and bfloat16 tensors are widened to float32 exactly; a
-float64 tensor is refused (rounding it would be a silent change). safetensors files are read and written with the
-`safetensors` package's numpy API (no pickle); torch is imported only by the state-dict functions that make tensors.
+tensor of a wider float type is refused (rounding it would be a silent change). safetensors files are read and
+written with the `safetensors` package's numpy API (no pickle); torch is imported only by the state-dict functions
+that make tensors.
 """
 
 from __future__ import annotations

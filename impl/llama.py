@@ -15,7 +15,7 @@ for RoPE and Attention, 1942-2118 for the combinators).
     loss = CrossEntropy(n, V)
 
 n = b*t rows: b sequences of t tokens. The same description builds impl's model (float32) or the oracle's
-(float64): `build(lib, cfg, b)` takes the library, a module (`impl` or `oracle`) or any object with the
+(its own dtype): `build(lib, cfg, b)` takes the library, a module (`impl` or `oracle`) or any object with the
 constructors as attributes (LinearNB, Embedding, RMSNorm, SiLU, RoPE, Attention, CrossEntropy).
 
 Initialization (`Model.init(seed)`), as Hugging Face's LlamaPreTrainedModel: every Linear and the embedding
@@ -243,7 +243,7 @@ def build(lib: Any, cfg: LlamaCfg, b: int) -> Model:
 
 
 def cast(tree: Any, dtype: Any) -> Any:
-    """A copy of a parameter tree with every matrix converted to dtype (float32 weights exactly into float64)."""
+    """A copy of a parameter tree with every matrix converted to dtype (exactly, when dtype is wider than float32)."""
     if isinstance(tree, np.ndarray):
         return np.ascontiguousarray(tree, dtype=dtype).copy()
     if isinstance(tree, tuple):

@@ -19,7 +19,8 @@ Ownership (the seed's Arrays have one owner, main.bend line 18): fwd and bwd nev
 into g in place and hands it back; step writes p, g and the optimizer state in place and hands them back. A caller
 that wants to keep a value across one of these calls copies it first.
 
-This module is dtype-generic: impl's layers work in float32, oracle's in float64, and the combinators are shared.
+This module is dtype-generic: impl's layers work in float32, oracle's in its own wider type, and the combinators
+are shared.
 """
 
 from __future__ import annotations

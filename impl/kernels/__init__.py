@@ -1,7 +1,7 @@
 """impl's compiled kernels: numba, no fastmath (so no fused multiply-add and no reassociation), every float32
-literal written as np.float32 (a bare 1.0 is float64 in numba and would promote the arithmetic), every loop order
-fixed and documented. Each kernel module keeps a plain version of the same order (`*_plain`), and tests/ checks the
-two agree bit for bit.
+literal written as np.float32 (a bare 1.0 is wider than float32 in numba and would promote the arithmetic), every
+loop order fixed and documented. Each kernel module keeps a plain version of the same order (`*_plain`), and tests/
+checks the two agree bit for bit.
 
 The transcendental functions are the C library's float32 ones (numba's math.exp on a float32 calls expf, and so on
 for logf, tanhf, sinf, cosf, powf); numpy's float32 ufuncs have their own SIMD versions whose bits differ (7758 of

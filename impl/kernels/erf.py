@@ -11,8 +11,8 @@ Each polynomial is Horner's rule from the innermost (highest) coefficient outwar
 c + (t * s) or, for a negative coefficient -c, erf_hm(c, t, s) = (t * s) - c (lines 1122-1127), every operation
 rounded once to float32 (no fused multiply-add: numba without fastmath never contracts).
 
-The coefficients are np.float32 of the seed's decimal literals (each literal is the shortest double-precision decimal of a
-float32 value, so reading it through a double or directly gives the same float32; tests/ check this).
+The coefficients are np.float32 of the seed's decimal literals. Each literal is the exact decimal printing of a
+float32 value, so it names that float32 however it is read (tests/ check this).
 
 `erf32` is the scalar kernel other kernels call (e.g. GELUErf's), `erf` the element-wise kernel over an array,
 `erf_plain` the same operations on numpy float32 scalars (the plain twin tests compare bit for bit), `erf_piece`
@@ -126,7 +126,7 @@ P55 = np.float32(8.422814426012337e-05)
 P56 = np.float32(7.95367595856078e-05)
 P57 = np.float32(4.151461325818673e-05)
 
-# every literal, in the seed's order, with its decimal text (tests check double-then-float32 == direct)
+# every literal, in the seed's order, with its decimal text (tests check wide-then-float32 == direct)
 LITERALS: dict[str, str] = {
     "S0": "0.12837916612625122", "S1": "0.37612634897232056", "S2": "0.11283732205629349",
     "S3": "0.026861993595957756", "S4": "0.005208558402955532", "S5": "0.000823960464913398",

@@ -14,7 +14,7 @@ b's low bits are 1; at the end the stack is folded from its smallest level up): 
 operands, checked bit for bit against `mm_plain`, which runs the passes literally.
 
 Why this order and KB = 16: measured with `.venv/bin/python -m bench.matmul --kb 8,16,32` (ulps of each float32
-result against the exact (double-precision) product of the same float32 inputs, oracle.ulp.ulp_error; standard
+result against the oracle's exact product of the same float32 inputs, oracle.ulp.ulp_error; standard
 normal inputs, seed 0; torch 2.13 CPU with 2 threads, MKL sgemm):
 
     max / median ulps; [in brackets: max |err| / (2^-24 sum_k |A[i,k] B[k,j]|), the matmul error scale]
