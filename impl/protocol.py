@@ -133,9 +133,10 @@ def check_value(v: object, spec: Spec, dtype: type[np.floating[Any]], grad: bool
     return None
 
 
-def structure_diff(a: object, b: object, path: str = "p") -> str | None:
+def structure_diff(a: object, b: object, path: str = "p", depth: int = -1) -> str | None:
     """None if a and b have the same structure (tuple nesting, record types, array shapes and dtypes), else where
-    they first differ. Used to check that a gradient g has the parameters' structure."""
+    they first differ. Used to check that a gradient g has the parameters' structure. depth >= 0 looks only that
+    many tuple levels down (-1: all the way)."""
     if isinstance(b, np.ndarray):
         if not isinstance(a, np.ndarray):
             return f"{path}: expected an array {b.shape}, got {type(a).__name__}"
@@ -145,8 +146,10 @@ def structure_diff(a: object, b: object, path: str = "p") -> str | None:
     if isinstance(b, tuple):
         if type(a) is not type(b) or not isinstance(a, tuple) or len(a) != len(b):
             return f"{path}: expected {type(b).__name__} of {len(b)}, got {type(a).__name__}"
+        if depth == 0:
+            return None
         for i, (x, y) in enumerate(zip(a, b)):
-            e = structure_diff(x, y, f"{path}[{i}]")
+            e = structure_diff(x, y, f"{path}[{i}]", depth - 1)
             if e is not None:
                 return e
         return None
@@ -371,17 +374,20 @@ class Layer(Generic[P, X, Y, S]):
         return r
 
     def bwd(self, p: P, s: S, dy: Y, g: P) -> Bwd[P, X]:
+        # A combinator's children check their own parts of g before and after their backward passes, so it checks
+        # only its own level: the whole tree once per layer, not once per level of nesting above it.
+        depth = 1 if self.children else -1
         e = check_value(dy, self.y_spec, self.dtype)
         if e is not None:
             raise ShapeError(f"{self.name}.bwd: dy: {e}")
-        e = structure_diff(g, p)
+        e = structure_diff(g, p, depth=depth)
         if e is not None:
             raise ShapeError(f"{self.name}.bwd: the gradient g has not the parameters' structure: {e}")
         r = self.f_bwd(p, s, dy, g)
         e = check_value(r.dx, self.x_spec, self.dtype, grad=True)
         if e is not None:
             raise ShapeError(f"{self.name}.bwd: dx must have x's structure and shape: {e}")
-        e = structure_diff(r.g, p)
+        e = structure_diff(r.g, p, depth=depth)
         if e is not None:
             raise ShapeError(f"{self.name}.bwd: g must have p's structure: {e}")
         return r
