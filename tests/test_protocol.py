@@ -261,12 +261,14 @@ def test_train_new_refuses_parameters_of_another_model() -> None:
 
 
 def test_a_wrong_gradient_deep_in_a_composition_is_caught_by_its_layer() -> None:
-    # a combinator checks only its own level of g; the layer that owns the wrong part names it
+    # a combinator checks only its own level of g (its parts' kinds and shapes); the innermost one holding the wrong
+    # part names it and its position
     m = Seq(scale(2, 3, "A"), Seq(scale(2, 3, "B"), scale(2, 3, "C")))
     p = (rnd(1, 3, seed=1), (rnd(1, 3, seed=2), rnd(1, 3, seed=3)))
     f = m.fwd(p, rnd(2, 3, seed=4))
     bad = (np.zeros((1, 3), F32), (np.zeros((1, 3), F32), np.zeros((3, 1), F32)))
-    with pytest.raises(ShapeError, match=r"C\(2x3\)\.bwd: the gradient g has not the parameters' structure"):
+    with pytest.raises(ShapeError, match=r"Seq\(B\(2x3\), C\(2x3\)\)\.bwd: the gradient g has not the parameters' structure: p\[1\]: "
+                       r"expected shape \(1, 3\)"):
         m.bwd(f.p, f.s, rnd(2, 3, seed=5), bad)
     with pytest.raises(ShapeError, match=r"Seq\(A\(2x3\), .*\.bwd: the gradient g has not the parameters'"):
         m.bwd(f.p, f.s, rnd(2, 3, seed=5), np.zeros((1, 3), F32))  # type: ignore[arg-type]
