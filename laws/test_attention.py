@@ -157,6 +157,22 @@ def causal_problems(draw: Any) -> Any:
     return c, bi, i, draw(arrays((m, c.w), el)), draw(arrays((m, c.kvw), el)), draw(arrays((m, c.kvw), el))
 
 
+def assert_poisoned_by_later(c: Any, base: Any, later: Any, r0: int, i: int, got: Any, keep: Any) -> None:
+    """got equals base bit for bit on the kept rows, except where a non-finite number among the `later` key or
+    value rows (positions i+1.. of the sequence from row r0) reaches them through a sum over all t positions: the
+    first such position j in a key/value column makes NaN every row before j of the query columns reading it."""
+    want = base.copy()
+    for hi in range(c.kv * c.g):
+        qc, kc = head_cols(hi, c.g, c.hd)
+        for d in range(c.hd):
+            bad = np.flatnonzero(~np.isfinite(later[:, kc.start + d]))
+            if bad.size:
+                want[r0:r0 + i + 1 + int(bad[0]), qc.start + d] = NAN
+    nan_w = np.isnan(want[keep])
+    assert np.all(np.isnan(got[keep][nan_w]))
+    assert np.array_equal(got[keep][~nan_w].view(np.uint32), want[keep][~nan_w].view(np.uint32))
+
+
 @law("attention", "causal", "bit for bit; an inf/NaN value at a later position makes earlier rows NaN in its column")
 @given(causal_problems())
 @example((mk(1, 2, 1, 1, 2, 1.0, [[1, 1], [1, 1]], [[1, 1], [1, 1]], [[1, 2], [3, 4]]), 0, 0,
@@ -196,16 +212,7 @@ def test_causal(prob: Any) -> None:
     o2 = c.fwd(q=q2, k=k2, v=v2)
     keep = np.ones(c.n, bool)
     keep[later] = False
-    want = o0.copy()
-    for hi in range(c.kv * c.g):
-        qc, kc = head_cols(hi, c.g, c.hd)
-        for d in range(c.hd):
-            bad = np.flatnonzero(~np.isfinite(nv[:, kc.start + d]))
-            if bad.size:  # the first later position holding a non-finite value poisons every row before it
-                want[r0:r0 + i + 1 + int(bad[0]), qc.start + d] = NAN
-    nan_w = np.isnan(want[keep])
-    assert np.all(np.isnan(o2[keep][nan_w]))
-    assert np.array_equal(o2[keep][~nan_w].view(np.uint32), want[keep][~nan_w].view(np.uint32))
+    assert_poisoned_by_later(c, o0, nv, r0, i, o2, keep)
 
 
 @st.composite
@@ -241,16 +248,7 @@ def test_causal_keys(prob: Any) -> None:
     assert same_bits(c.fwd(k=k2)[keep], c.fwd()[keep])
     dq0, _, _ = c.bwd()
     dq2, _, _ = c.bwd(k=k2)
-    want = dq0.copy()
-    for hi in range(c.kv * c.g):
-        qc, kc = head_cols(hi, c.g, c.hd)
-        for d in range(c.hd):
-            bad = np.flatnonzero(~np.isfinite(nk[:, kc.start + d]))
-            if bad.size:
-                want[r0:r0 + i + 1 + int(bad[0]), qc.start + d] = NAN
-    nan_w = np.isnan(want[keep])
-    assert np.all(np.isnan(dq2[keep][nan_w]))
-    assert np.array_equal(dq2[keep][~nan_w].view(np.uint32), want[keep][~nan_w].view(np.uint32))
+    assert_poisoned_by_later(c, dq0, nk, r0, i, dq2, keep)
 
 
 @st.composite

@@ -13,7 +13,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from impl.kernels import libm
-from impl.kernels.losses import tree_sum, tree_sum_inplace
+from impl.kernels.losses import tree_sum, tree_sum_inplace, tree_sum_plain
 from impl.losses import NLL, CrossEntropy, MSE
 from laws.registry import law
 from laws.strategies import arrays, bits32, elems
@@ -169,22 +169,6 @@ def test_tree_sum_is_exact_where_the_sum_is_representable(xr: Any) -> None:
         assert Fraction(float(tree_sum(perm))) == exact
 
 
-def seed_tree_sum(xs: list[np.float32]) -> np.float32:
-    """ts_go / ts_pass (main.bend lines 2791-2809) from the seed's words: each pass a[i] = a[2i] + a[2i+1] for
-    i < m/2, an odd last one carried to a[m/2]; m = (m + 1) / 2 until one is left; m <= 1 gives a[0] (+0.0 for none)."""
-    a = list(xs)
-    m = len(a)
-    if m == 0:
-        return F32(0.0)
-    while m > 1:
-        for i in range(m // 2):
-            a[i] = F32(a[2 * i] + a[2 * i + 1])
-        if m % 2 == 1:
-            a[m // 2] = a[m - 1]
-        m = (m + 1) // 2
-    return a[0]
-
-
 @law("losses", "tree_sum_order_only", "bit for bit")
 @given(st.lists(st.one_of(bits32(), elems(3.4e38).map(F32)), min_size=0, max_size=70), st.integers(1, 4),
        st.integers(0, 5))
@@ -192,13 +176,13 @@ def test_tree_sum_depends_on_nothing_but_the_values_order(xs: list[np.float32], 
     """tree_sum depends on nothing but the values in their order (main.bend lines 2759-2809): the same values in the
     same order give the same bits whether they come as a 1-D array, a 2-D one of any shape, a strided view with
     garbage between them, or the first m numbers of a scratch array followed by NaNs; and the result is the seed's
-    pairwise passes written out from its words (bit for bit; NaN only has to meet NaN there, as numpy and numba may
+    pairwise passes written out plainly from its words (tree_sum_plain; bit for bit; NaN only has to meet NaN there, as numpy and numba may
     pass different NaN payloads on)."""
     a = np.array(xs, F32)
     ref = tree_sum(a)
     m = a.size
     with np.errstate(all="ignore"):
-        assert same_or_nan(seed_tree_sum([F32(v) for v in a]), ref)
+        assert same_or_nan(tree_sum_plain(a), ref)
     big = np.full(m * stride + pad, F32(np.nan), F32)
     big[:m * stride:stride] = a
     assert same_or_nan(ref, tree_sum(big[:m * stride:stride])) and \

@@ -32,6 +32,15 @@ def arrays_of(tree: Any) -> list[Any]:
     return [x for x in leaves(tree) if isinstance(x, np.ndarray)]
 
 
+def any_values(kind: str, data: Any) -> tuple[Any, Any, Any, Any]:
+    """A layer of the kind with parameters, an input and an output gradient of its shapes, any float32 values
+    (inf and NaN included)."""
+    b = data.draw(of_kind(kind))
+    src = Src(data.draw(seeds()), allow_nan=True, allow_infinity=True)
+    lay = b.layer
+    return lay, b.make_p(src), value_of(lay.x_spec, src, b.vocab), value_of(lay.y_spec, src)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @law("protocol", "dx_and_g_shapes", "bit for bit (structure)")
 @given(data=st.data())
@@ -40,12 +49,7 @@ def test_dx_has_x_structure_and_g_has_p_structure(kind: str, data: Any) -> None:
     and g has p's, as DESIGN.md states p for each layer (Lin(w: o x i, b: 1 x o), LN(g, b), DropP(t), a v x d table,
     pairs for the combinators); y has the declared output's. g is the gradient handed in, its arrays updated in
     place (the same objects come back)."""
-    b = data.draw(of_kind(kind))
-    src = Src(data.draw(seeds()), allow_nan=True, allow_infinity=True)
-    lay = b.layer
-    p = b.make_p(src)
-    x = value_of(lay.x_spec, src, b.vocab)
-    dy = value_of(lay.y_spec, src)
+    lay, p, x, dy = any_values(kind, data)
     g = lay.zeros()
     with np.errstate(all="ignore"):
         f = lay.f_fwd(p, x)
@@ -64,12 +68,7 @@ def test_dx_has_x_structure_and_g_has_p_structure(kind: str, data: Any) -> None:
 def test_fwd_and_bwd_leave_their_inputs(kind: str, data: Any) -> None:
     """Ownership (DESIGN.md, main.bend line 18): fwd and bwd never write into x, s or dy. x, dy and the saved
     values keep every bit (NaN payloads and the sign of zero included) through forward and backward."""
-    b = data.draw(of_kind(kind))
-    src = Src(data.draw(seeds()), allow_nan=True, allow_infinity=True)
-    lay = b.layer
-    p = b.make_p(src)
-    x = value_of(lay.x_spec, src, b.vocab)
-    dy = value_of(lay.y_spec, src)
+    lay, p, x, dy = any_values(kind, data)
     x0, dy0 = tree_copy(x), tree_copy(dy)
     with np.errstate(all="ignore"):
         f = lay.f_fwd(p, x)

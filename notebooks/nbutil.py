@@ -141,15 +141,22 @@ def ce_rows_running(z: F, lab: npt.NDArray[np.int64]) -> F:
 
 
 @numba.njit(cache=True)
+def _row_exps(z: F, i: int, e: F) -> np.float32:
+    """e[j] = exp(z[i, j] - m) for the row's max m (pmax0, pexp: main.bend lines 1326, 1334); m comes back."""
+    m = row_max(z, i)
+    for j in range(z.shape[1]):
+        e[j] = math.exp(z[i, j] - m)
+    return m
+
+
+@numba.njit(cache=True)
 def ce_rows_tree(z: F, lab: npt.NDArray[np.int64]) -> F:
     """The same with s = tree_sum of the exponentials: impl's CrossEntropy row term (main.bend line 2849)."""
     n, c = z.shape
     out = np.empty(n, dtype=np.float32)
     e = np.empty(c, dtype=np.float32)
     for i in range(n):
-        m = row_max(z, i)
-        for j in range(c):
-            e[j] = math.exp(z[i, j] - m)
+        m = _row_exps(z, i, e)
         s = tree_sum_inplace(e, c)
         out[i] = -((z[i, lab[i]] - m) - math.log(s))
     return out
@@ -163,9 +170,7 @@ def ce_rows_oldpick(z: F, lab: npt.NDArray[np.int64]) -> F:
     out = np.empty(n, dtype=np.float32)
     e = np.empty(c, dtype=np.float32)
     for i in range(n):
-        m = row_max(z, i)
-        for j in range(c):
-            e[j] = math.exp(z[i, j] - m)
+        _row_exps(z, i, e)
         py = e[lab[i]]
         s = tree_sum_inplace(e, c)
         p = py / s
