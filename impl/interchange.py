@@ -81,7 +81,7 @@ def _as_f32(name: str, v: Any, where: str) -> npt.NDArray[np.float32]:
 def load_state_dict(model: Model, sd: dict[str, Any], where: str = "") -> Any:
     """Parameters of the model's structure filled from a state dict (numpy arrays or torch tensors) under Hugging
     Face's names. Every name and shape is checked first; nothing is built from a dict that does not fit."""
-    want = {name: a for name, a in named(model.names, model.layer.zeros()).items()}
+    want = named(model.names, model.layer.zeros())
     got = {k: _as_f32(k, v, where) for k, v in sd.items()}
     missing = [k for k in want if k not in got]
     if missing:

@@ -51,11 +51,12 @@ def q_start(ok: bool) -> np.float32:
 
 def train_new(m: Layer[P, Any, Any, Any], cfg: OptCfg, p: P) -> Train[P]:
     """Train.new (line 913): the gradient and the optimizer's buffers from the model's zeros."""
-    e = structure_diff(p, m.zeros())
+    g = m.zeros()
+    e = structure_diff(p, g)
     if e is not None:
         raise ShapeError(f"Train.new: the parameters do not fit {m.name}: {e}")
     q = q_start(cfg_ok(cfg))
-    return Train(p, m.zeros(), state_new(cfg, m.zeros), q, q, F32(0.0))
+    return Train(p, g, state_new(cfg, m.zeros), q, q, F32(0.0))
 
 
 def train_step(m: Layer[P, X, Y, S], loss: Loss[Y, T], cfg: OptCfg, tr: Train[P], x: X, t: T) -> Train[P]:
