@@ -89,11 +89,11 @@ def _time(step: Callable[[], Any], repeats: int) -> tuple[float, list[float]]:
 def bench_model(name: str, repeats: int, layers: int | None) -> dict[str, Any]:
     import torch
 
-    import impl
+    from bendtorch import impl
     from bendtorch.train_cmd import complement
-    from impl import llama, optim
-    from impl.train import train_new, train_step
-    from reference.torch_llama import TorchLlama
+    from bendtorch.impl import llama, optim
+    from bendtorch.impl.train import train_new, train_step
+    from bendtorch.reference.torch_llama import TorchLlama
 
     changes = {"layers": layers} if (layers is not None and name == "smol") else {}
     cfg = llama.config(name, **changes)
@@ -153,9 +153,9 @@ _ROOT = pathlib.Path(__file__).resolve().parent.parent
 # a fresh process: imports, one tiny training step; prints the seconds from the build's start to the step's end
 _FIRST_STEP = """
 import time, numpy as np
-import impl
-from impl import llama, optim
-from impl.train import train_new, train_step
+from bendtorch import impl
+from bendtorch.impl import llama, optim
+from bendtorch.impl.train import train_new, train_step
 t0 = time.perf_counter()
 cfg = llama.config("tiny")
 ocfg = optim.CAdamW(*(np.float32(v) for v in (1e-3, 0.9, 0.999, 1e-8, 0.01, 0.1, 0.001)))
@@ -276,7 +276,7 @@ def run(a: argparse.Namespace) -> int:
         print(f"bendtorch laws --profile ci: {res['laws_ci']['seconds']:.0f} s (exit {res['laws_ci']['returncode']})",
               flush=True)
     if a.state_bytes:
-        from bench.state_bytes import measure
+        from bendtorch.bench.state_bytes import measure
         sb = measure("smol", a.layers)
         res["optimizer_state_bytes"] = sb
         print(f"optimizer state after one smol step: F32 AdamW {sb['adamw_f32']:,} bytes, packed BF16 m "

@@ -1,6 +1,6 @@
 """impl.kernels.matmul against PyTorch: accuracy (ulps against the float64 product) and speed.
 
-    .venv/bin/python -m bench.matmul [--kb 8,16,32]
+    .venv/bin/python -m bendtorch.bench.matmul [--kb 8,16,32]
 
 Prints, per reference shape (standard normal inputs, seed 0), max / median ulps (oracle.ulp.ulp_error) of torch's
 float32 matmul (2 threads) and of impl's blocked-tree order for each KB, and in brackets the largest error relative
@@ -15,7 +15,7 @@ import sys
 import numba
 import numpy as np
 
-from impl.kernels.matmul import KB, mm
+from bendtorch.impl.kernels.matmul import KB, mm
 
 REF_SHAPES = [(64, 32, 32), (64, 576, 64), (128, 576, 576), (128, 576, 1536), (128, 1536, 576), (576, 128, 576),
               (128, 576, 49152), (128, 49152, 576)]
@@ -26,7 +26,7 @@ def _measure(argv: list[str]) -> None:
 
     import torch
 
-    from oracle.ulp import ulp_error
+    from bendtorch.oracle.ulp import ulp_error
 
     kbs = [KB]
     if "--kb" in argv:

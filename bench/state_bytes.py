@@ -2,7 +2,7 @@
 (CAdamWBF16, v16 True and False), measured on the state one real training step leaves behind (the packed leaves are
 created on a matrix's first step, main.bend line 54, so a state is only full after a step).
 
-    python -m bench.state_bytes [--model smol|tiny] [--layers N]
+    python -m bendtorch.bench.state_bytes [--model smol|tiny] [--layers N]
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 
 def state_bytes(st: Any) -> int:
     """Bytes held by the arrays of an optimizer state (OptState and its packed tree), counted once each."""
-    from impl.protocol import OneMom, Packed, PLeaf, PLeafV, PNode, TwoMom
+    from bendtorch.impl.protocol import OneMom, Packed, PLeaf, PLeafV, PNode, TwoMom
 
     seen: set[int] = set()
 
@@ -48,10 +48,10 @@ def state_bytes(st: Any) -> int:
 
 def measure(model: str = "smol", layers: int | None = None) -> dict[str, Any]:
     """One AdamW step of the model with F32 moments, packed BF16 m, and packed BF16 m and v; each state's bytes."""
-    import impl
-    from impl import llama
-    from impl.optim import CAdamWBF16, adamw
-    from impl.train import train_new, train_step
+    from bendtorch import impl
+    from bendtorch.impl import llama
+    from bendtorch.impl.optim import CAdamWBF16, adamw
+    from bendtorch.impl.train import train_new, train_step
 
     cfg = llama.config(model, **({"layers": layers} if layers else {}))
     m = llama.build(impl, cfg, 1)
@@ -76,7 +76,7 @@ def measure(model: str = "smol", layers: int | None = None) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.state_bytes", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m bendtorch.bench.state_bytes", description=__doc__.splitlines()[0])
     p.add_argument("--model", choices=("tiny", "smol"), default="smol")
     p.add_argument("--layers", type=int, default=None)
     a = p.parse_args(argv)

@@ -1,5 +1,6 @@
-"""`bendtorch`: the harness's command line. Each subcommand lives in its own module, which provides
-`add_arguments(parser)` and `run(args) -> int`; this file only dispatches, importing a module when it is used."""
+"""`bendtorch`: the harness's command line. Each subcommand is a module of `bendtorch.commands` (its arguments and
+a call into the library); this file only dispatches. A user's mistake (`UsageError`) is one line on stderr and exit
+code 2, never a traceback."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ import importlib
 import sys
 from typing import Sequence
 
+from bendtorch.commands.args import UsageError
+
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "report": ("reports.report", "run the reference comparisons and write report.json and REPORT.md"),
-    "erf-sweep": ("reports.erf_sweep", "check impl's erf against the exact erf on every float32 input"),
-    "laws": ("laws.run", "run the law suites (hypothesis) and print the law table"),
+    "report": ("bendtorch.reports.report", "run the reference comparisons and write report.json and REPORT.md"),
+    "erf-sweep": ("bendtorch.reports.erf_sweep", "check impl's erf against the exact erf on every float32 input"),
+    "laws": ("bendtorch.commands.laws", "run the law suites (hypothesis) and print the law table"),
     "train": ("bendtorch.train_cmd", "train the tiny or smol Llama with impl"),
-    "bench": ("bench.bench", "time one training step of impl and PyTorch in the same process"),
+    "bench": ("bendtorch.bench.bench", "time one training step of impl and PyTorch in the same process"),
 }
 
 
@@ -33,9 +36,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     mod = importlib.import_module(args._module)
-    code: int = mod.run(args)
+    try:
+        code: int = mod.run(args)
+    except UsageError as e:
+        print(f"bendtorch {args.command}: error: {e}", file=sys.stderr)
+        return 2
     return code
 
 

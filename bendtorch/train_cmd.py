@@ -64,7 +64,7 @@ class Bad(ValueError):
 
 def make_cfg(a: argparse.Namespace) -> Any:
     """The optimizer configuration from the flags, checked (impl.optim.cfg_check)."""
-    from impl import optim
+    from bendtorch.impl import optim
 
     lr = a.lr if a.lr is not None else (3e-3 if a.model == "tiny" else 3e-4)
     b1, b2 = (a.betas if a.betas is not None else (a.b1, a.b2))
@@ -92,7 +92,7 @@ def make_cfg(a: argparse.Namespace) -> Any:
 
 
 def run(a: argparse.Namespace) -> int:
-    from impl.protocol import ConfigError
+    from bendtorch.impl.protocol import ConfigError
 
     try:
         if a.steps < 1:
@@ -116,9 +116,9 @@ def run(a: argparse.Namespace) -> int:
         print(f"bendtorch train: error: {e}", file=sys.stderr)
         return 2
 
-    import impl
-    from impl import llama
-    from impl.train import train_new, train_step
+    from bendtorch import impl
+    from bendtorch.impl import llama
+    from bendtorch.impl.train import train_new, train_step
 
     mcfg = llama.config(a.model, **({"layers": a.layers} if a.layers is not None else {}))
     b = a.batch if a.batch is not None else (4 if a.model == "tiny" else 1)
@@ -130,7 +130,7 @@ def run(a: argparse.Namespace) -> int:
                                                              dtype=np.int64)
     tr = train_new(model.layer, cfg, model.init(a.seed))
     if a.resume is not None:
-        from impl.checkpoint import CheckpointError, train_restore
+        from bendtorch.impl.checkpoint import CheckpointError, train_restore
         try:
             tr = train_restore(model.layer, train_new(model.layer, cfg, model.layer.zeros()), a.resume)
         except CheckpointError as e:
@@ -161,7 +161,7 @@ def run(a: argparse.Namespace) -> int:
             save_checkpoint(a, model, tr, step)
     total = time.perf_counter() - t0
     bar.close()
-    from impl.checkpoint import params_save, train_save
+    from bendtorch.impl.checkpoint import params_save, train_save
     params_save(model.layer, a.out / "final_params.bin", tr.p)
     train_save(model.layer, a.out / "final_state.bin", tr)
     if not losses:
@@ -196,7 +196,7 @@ def _flags(a: argparse.Namespace) -> dict[str, Any]:
 
 def save_checkpoint(a: argparse.Namespace, model: Any, tr: Any, step: int) -> None:
     """OUT/ckpt_step<k>.bin in the seed's layout, and OUT/ckpt_step<k>.json: the step and the flags it needs."""
-    from impl.checkpoint import train_save, write_atomic
+    from bendtorch.impl.checkpoint import train_save, write_atomic
     path = a.out / f"ckpt_step{step}.bin"
     train_save(model.layer, path, tr)
     write_atomic(path.with_suffix(".json"), json.dumps({"step": step, "flags": _flags(a)}, indent=1).encode())

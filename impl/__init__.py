@@ -1,6 +1,6 @@
 """impl: BendTorch in float32 Python, faithful to the seed's semantics (main.bend).
 
-    import impl as L            # or: import oracle as L, for the oracle's twin
+    import bendtorch.impl as L            # or: import bendtorch.oracle as L, for the oracle's twin
     m = L.Seq(L.Linear(8, 4, 16), L.Seq(L.GELUErf(8, 16), L.Linear(8, 16, 3)))
 
 Layers are records of the seed's eight functions (impl.protocol.Layer); combinators compose them; impl.optim holds the
@@ -9,19 +9,19 @@ optimizer configurations; impl.train the training step; impl.checkpoint the seed
 
 from __future__ import annotations
 
-from impl.combinators import Add2, Both, Fork, Id, Mul2, Residual, Seq, Tie, tree_add
-from impl.layers.activations import GELU, GELUErf, ReLU, SiLU, Sigmoid, Tanh
-from impl.layers.attention import Attention
-from impl.layers.dropout import DropP, Dropout
-from impl.layers.embedding import Embedding
-from impl.layers.linear import Lin, Linear, LinearFirst, LinearNB
-from impl.layers.rope import RoPE
-from impl.layers.rows import LN, LayerNorm, LogSoftmax, RMSNorm, Softmax
-from impl.losses import CrossEntropy, MSE, NLL
-from impl.optim import (CAdam, CAdamW, CAdamWBF16, CMomentum, CSGD, adam, adamw, beta_ok, cfg_check, cfg_ok,
+from bendtorch.impl.combinators import Add2, Both, Fork, Id, Mul2, Residual, Seq, Tie, tree_add
+from bendtorch.impl.layers.activations import GELU, GELUErf, ReLU, SiLU, Sigmoid, Tanh
+from bendtorch.impl.layers.attention import Attention
+from bendtorch.impl.layers.dropout import DropP, Dropout
+from bendtorch.impl.layers.embedding import Embedding
+from bendtorch.impl.layers.linear import Lin, Linear, LinearFirst, LinearNB
+from bendtorch.impl.layers.rope import RoPE
+from bendtorch.impl.layers.rows import LN, LayerNorm, LogSoftmax, RMSNorm, Softmax
+from bendtorch.impl.losses import CrossEntropy, MSE, NLL
+from bendtorch.impl.optim import (CAdam, CAdamW, CAdamWBF16, CMomentum, CSGD, adam, adamw, beta_ok, cfg_check, cfg_ok,
                         opt_at, opt_mat, state_new)
-from impl.protocol import (Bwd, Fwd, IdsSpec, Layer, Loss, LossOut, MatSpec, PairSpec, ShapeError, Step)
-from impl.train import Train, train_new, train_step
+from bendtorch.impl.protocol import (Bwd, Fwd, IdsSpec, Layer, Loss, LossOut, MatSpec, PairSpec, ShapeError, Step)
+from bendtorch.impl.train import Train, train_new, train_step
 
 DTYPE = __import__("numpy").float32
 

@@ -26,9 +26,9 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from impl.protocol import (Layer, Mat, NoMom, OneMom, Packed, PLeaf, PLeafV, PNew, PNode, PTree, TwoMom,
+from bendtorch.impl.protocol import (Layer, Mat, NoMom, OneMom, Packed, PLeaf, PLeafV, PNew, PNode, PTree, TwoMom,
                            structure_diff)
-from impl.train import Train
+from bendtorch.impl.train import Train
 
 P = TypeVar("P")
 F32 = np.float32

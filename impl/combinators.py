@@ -13,7 +13,7 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
-from impl.protocol import (Bwd, Flat, Fwd, Layer, Loaded, MatSpec, Opt, OptState, PairSpec, ShapeError, Spec,
+from bendtorch.impl.protocol import (Bwd, Flat, Fwd, Layer, Loaded, MatSpec, Opt, OptState, PairSpec, ShapeError, Spec,
                            Step, param_free, state_join, state_split, structure_diff)
 
 P1 = TypeVar("P1")

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from impl.checkpoint import write_atomic
-from impl.llama import Model, named
+from bendtorch.impl.checkpoint import write_atomic
+from bendtorch.impl.llama import Model, named
 
 F32 = np.float32
 HEAD = "lm_head.weight"

@@ -33,8 +33,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from impl.combinators import Fork, Mul2, Residual, Seq, Tie
-from impl.protocol import Layer, Loss
+from bendtorch.impl.combinators import Fork, Mul2, Residual, Seq, Tie
+from bendtorch.impl.protocol import Layer, Loss
 
 F32 = np.float32
 

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from impl.kernels import losses as K
-from impl.protocol import Ids, Loss, LossOut, Mat, MatSpec, ShapeError, check_value
+from bendtorch.impl.kernels import losses as K
+from bendtorch.impl.protocol import Ids, Loss, LossOut, Mat, MatSpec, ShapeError, check_value
 
 F32 = np.float32
 

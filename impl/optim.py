@@ -12,9 +12,9 @@ from typing import Any, Union
 
 import numpy as np
 
-from impl.kernels import optim as K
-from impl.packed import adamh_mat
-from impl.protocol import (Adam, ConfigError, Mat, Momentum, NoMom, OneMom, Opt, OptState, Packed, PNew, SGD, Step,
+from bendtorch.impl.kernels import optim as K
+from bendtorch.impl.packed import adamh_mat
+from bendtorch.impl.protocol import (Adam, ConfigError, Mat, Momentum, NoMom, OneMom, Opt, OptState, Packed, PNew, SGD, Step,
                            TwoMom)
 
 F32 = np.float32

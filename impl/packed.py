@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from impl.kernels import packed as K
-from impl.protocol import Adam, Mat, Packed, PLeaf, PLeafV, PNew, PTree, Step
+from bendtorch.impl.kernels import packed as K
+from bendtorch.impl.protocol import Adam, Mat, Packed, PLeaf, PLeafV, PNew, PTree, Step
 
 F32 = np.float32
 

@@ -13,8 +13,8 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from impl.optim import OptCfg, cfg_c1, cfg_c2, cfg_ok, opt_at, state_new
-from impl.protocol import Layer, Loss, OptState, ShapeError, structure_diff
+from bendtorch.impl.optim import OptCfg, cfg_c1, cfg_c2, cfg_ok, opt_at, state_new
+from bendtorch.impl.protocol import Layer, Loss, OptState, ShapeError, structure_diff
 
 P = TypeVar("P")
 X = TypeVar("X")

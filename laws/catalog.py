@@ -14,12 +14,12 @@ from typing import Any, Callable
 import numpy as np
 from hypothesis import strategies as st
 
-import impl as L
-from impl.layers.dropout import DropP
-from impl.layers.linear import Lin
-from impl.layers.rows import LN
-from impl.protocol import IdsSpec, Layer, MatSpec, PairSpec, Spec
-from laws.strategies import fill_bits, fill_rng
+import bendtorch.impl as L
+from bendtorch.impl.layers.dropout import DropP
+from bendtorch.impl.layers.linear import Lin
+from bendtorch.impl.layers.rows import LN
+from bendtorch.impl.protocol import IdsSpec, Layer, MatSpec, PairSpec, Spec
+from bendtorch.laws.strategies import fill_bits, fill_rng
 
 F32 = np.float32
 
@@ -226,7 +226,7 @@ def mat_layer(draw: Any, n: int, di: int, do: int, depth: int = 1) -> Built:
 
 
 def small_llama(b: int) -> Built:
-    from impl.llama import build, config
+    from bendtorch.impl.llama import build, config
     cfg = config("tiny", vocab=13, d=8, layers=1, heads=2, kv_heads=1, hd=4, ffn=6, t=3)
     m = build(L, cfg, b)
     return Built("Llama", m.layer, lambda s: m.init(s.u32() & 0xFFFF), cfg.vocab)

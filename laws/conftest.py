@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-from laws.registry import PROFILES
+from bendtorch.laws.registry import PROFILES
 
 for _name, _n in PROFILES.items():
     settings.register_profile(_name, max_examples=_n, deadline=None, derandomize=False, print_blob=True,

@@ -1,9 +1,8 @@
-"""`bendtorch laws [--profile P] [--json FILE]`: run the law suites under a hypothesis profile and print a table of
+"""The law runner behind `bendtorch laws`: run the law suites under a hypothesis profile and print a table of
 family, law, examples tried, result and time (the JSON holds the same rows)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import pathlib
@@ -32,7 +31,7 @@ def run_laws(profile: str, select: str | None = None, quiet: bool = True) -> lis
     """Run laws/ under the profile; one row per law."""
     import pytest
 
-    from laws.registry import EXAMPLES, LAWS
+    from bendtorch.laws.registry import EXAMPLES, LAWS
 
     os.environ["BENDTORCH_LAWS_PROFILE"] = profile
     col = _Collector()
@@ -61,21 +60,16 @@ def table(rows: list[dict[str, Any]]) -> str:
                           f"{r['seconds']:.2f} |\n" for r in rows)
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile", default="ci", choices=["ci", "dev", "deep"],
-                   help="hypothesis profile: ci (fast), dev, deep (100x ci's examples); default ci")
-    p.add_argument("--json", metavar="FILE", help="also write the rows as JSON to FILE")
-    p.add_argument("-k", dest="select", metavar="EXPR", help="only the laws matching this pytest -k expression")
-
-
-def run(args: argparse.Namespace) -> int:
+def run_and_print(profile: str, select: str | None = None, json_path: pathlib.Path | None = None) -> int:
+    """Run the laws under the profile, print the table and a summary line, and write the rows to json_path if given
+    (atomically). Returns the exit code: 0 when every law selected passed, 1 otherwise or when none ran."""
     t0 = time.time()
-    rows = run_laws(args.profile, args.select)
+    rows = run_laws(profile, select)
     print(table(rows))
     failed = [r for r in rows if r["result"] != "passed"]
     print(f"{len(rows) - len(failed)} passed, {len(failed)} failed ({time.time() - t0:.1f} s, profile "
-          f"{args.profile})")
-    if args.json:
-        from impl.checkpoint import write_atomic
-        write_atomic(args.json, json.dumps({"profile": args.profile, "rows": rows}, indent=1).encode())
+          f"{profile})")
+    if json_path is not None:
+        from bendtorch.impl.checkpoint import write_atomic
+        write_atomic(json_path, json.dumps({"profile": profile, "rows": rows}, indent=1).encode())
     return 1 if failed or not rows else 0

@@ -21,12 +21,12 @@ import numpy as np
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from impl.bits import same_bits
-from impl.kernels import attention as AK
-from impl.kernels import libm
-from impl.layers.attention import Attention
-from laws.registry import law
-from laws.strategies import arrays, attn_shapes, elems, scales
+from bendtorch.impl.bits import same_bits
+from bendtorch.impl.kernels import attention as AK
+from bendtorch.impl.kernels import libm
+from bendtorch.impl.layers.attention import Attention
+from bendtorch.laws.registry import law
+from bendtorch.laws.strategies import arrays, attn_shapes, elems, scales
 
 F32 = np.float32
 NAN = F32(np.nan)

@@ -8,8 +8,8 @@ import numpy as np
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from impl.packed import bf16_of_f32, bf16_pack, bf16_unpack, f32_of_bf16
-from laws.registry import law
+from bendtorch.impl.packed import bf16_of_f32, bf16_pack, bf16_unpack, f32_of_bf16
+from bendtorch.laws.registry import law
 
 F32 = np.float32
 

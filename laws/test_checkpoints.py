@@ -13,14 +13,14 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-import impl as L
-from impl.checkpoint import mat_load, params_load, params_save, train_dump, train_restore, train_save
-from impl.layers.dropout import DropP
-from impl.optim import CAdamWBF16, CMomentum, CSGD, adam, adamw
-from impl.train import train_new, train_step
-from laws.catalog import Built, Src, leaves, mat_layer, seq, tree_copy
-from laws.registry import law
-from laws.strategies import seeds
+import bendtorch.impl as L
+from bendtorch.impl.checkpoint import mat_load, params_load, params_save, train_dump, train_restore, train_save
+from bendtorch.impl.layers.dropout import DropP
+from bendtorch.impl.optim import CAdamWBF16, CMomentum, CSGD, adam, adamw
+from bendtorch.impl.train import train_new, train_step
+from bendtorch.laws.catalog import Built, Src, leaves, mat_layer, seq, tree_copy
+from bendtorch.laws.registry import law
+from bendtorch.laws.strategies import seeds
 
 F32 = np.float32
 

@@ -16,13 +16,13 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-import impl
-from impl.checkpoint import train_dump
-from impl.llama import build, config
-from impl.optim import CAdamWBF16, CMomentum, CSGD, adam, adamw
-from impl.train import train_new, train_step
-from laws.registry import law, scaled
-from laws.strategies import seeds
+from bendtorch import impl
+from bendtorch.impl.checkpoint import train_dump
+from bendtorch.impl.llama import build, config
+from bendtorch.impl.optim import CAdamWBF16, CMomentum, CSGD, adam, adamw
+from bendtorch.impl.train import train_new, train_step
+from bendtorch.laws.registry import law, scaled
+from bendtorch.laws.strategies import seeds
 
 F32 = np.float32
 

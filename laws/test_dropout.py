@@ -11,9 +11,9 @@ import numpy as np
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from impl.layers.dropout import DropP, Dropout
-from laws.registry import law
-from laws.strategies import arrays, elems, seeds
+from bendtorch.impl.layers.dropout import DropP, Dropout
+from bendtorch.laws.registry import law
+from bendtorch.laws.strategies import arrays, elems, seeds
 
 F32 = np.float32
 M32 = 0xFFFFFFFF

@@ -7,9 +7,9 @@ import numpy as np
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from impl.kernels.erf import erf
-from laws.registry import law
-from laws.strategies import bits32
+from bendtorch.impl.kernels.erf import erf
+from bendtorch.laws.registry import law
+from bendtorch.laws.strategies import bits32
 
 F32 = np.float32
 

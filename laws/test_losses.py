@@ -12,11 +12,11 @@ import numpy as np
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from impl.kernels import libm
-from impl.kernels.losses import tree_sum, tree_sum_inplace, tree_sum_plain
-from impl.losses import NLL, CrossEntropy, MSE
-from laws.registry import law
-from laws.strategies import arrays, bits32, elems
+from bendtorch.impl.kernels import libm
+from bendtorch.impl.kernels.losses import tree_sum, tree_sum_inplace, tree_sum_plain
+from bendtorch.impl.losses import NLL, CrossEntropy, MSE
+from bendtorch.laws.registry import law
+from bendtorch.laws.strategies import arrays, bits32, elems
 
 F32 = np.float32
 U = 2.0 ** -24  # the unit roundoff of float32 (round to nearest)

@@ -9,11 +9,11 @@ import numpy as np
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from impl.bits import same_bits
-from impl.optim import CAdamW, CAdamWBF16, CMomentum, CSGD, adam, adamw, beta_ok, opt_at, opt_mat, state_new
-from impl.protocol import NoMom, OneMom, Packed, PNew, TwoMom, state_join, state_split
-from laws.registry import law
-from laws.strategies import dims, mats
+from bendtorch.impl.bits import same_bits
+from bendtorch.impl.optim import CAdamW, CAdamWBF16, CMomentum, CSGD, adam, adamw, beta_ok, opt_at, opt_mat, state_new
+from bendtorch.impl.protocol import NoMom, OneMom, Packed, PNew, TwoMom, state_join, state_split
+from bendtorch.laws.registry import law
+from bendtorch.laws.strategies import dims, mats
 
 F32 = np.float32
 
@@ -152,10 +152,10 @@ def test_a_poisoned_configuration_makes_every_later_loss_nan(kind: str, poison: 
     starts 1 - b^t at NaN, so the first step's lr / (1 - b1^t) is NaN and turns every parameter NaN: the first loss
     is the model's (finite), every later one NaN. The same model (Seq(Linear, any catalog layer)) and data with the
     right constants keep every loss finite."""
-    from impl import CrossEntropy, Seq
-    from impl.optim import cfg_ok
-    from impl.train import train_new, train_step
-    from laws.catalog import Src, leaves, linear, mat_layer, tree_copy
+    from bendtorch.impl import CrossEntropy, Seq
+    from bendtorch.impl.optim import cfg_ok
+    from bendtorch.impl.train import train_new, train_step
+    from bendtorch.laws.catalog import Src, leaves, linear, mat_layer, tree_copy
 
     n, d, h, c = 3, 4, 5, 3
     head = linear("Linear", n, d, h)

@@ -17,13 +17,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import impl as L
-from impl.optim import adamw, opt_at, state_new
-from impl.protocol import check_value, structure_diff
-from laws.catalog import (KINDS, Src, leaves, mat_layer, of_kind, same_shape, same_tree, same_value, tie,
+import bendtorch.impl as L
+from bendtorch.impl.optim import adamw, opt_at, state_new
+from bendtorch.impl.protocol import check_value, structure_diff
+from bendtorch.laws.catalog import (KINDS, Src, leaves, mat_layer, of_kind, same_shape, same_tree, same_value, tie,
                           tree_copy, value_of)
-from laws.registry import law
-from laws.strategies import seeds
+from bendtorch.laws.registry import law
+from bendtorch.laws.strategies import seeds
 
 F32 = np.float32
 

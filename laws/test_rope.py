@@ -12,9 +12,9 @@ import numpy as np
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from impl.layers.rope import RoPE
-from laws.registry import law
-from laws.strategies import arrays, elems
+from bendtorch.impl.layers.rope import RoPE
+from bendtorch.laws.registry import law
+from bendtorch.laws.strategies import arrays, elems
 
 F32 = np.float32
 U = 2.0 ** -24

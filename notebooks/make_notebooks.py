@@ -76,8 +76,8 @@ LR = 1e-3                    # PyTorch's AdamW default (full: also 3e-3 in LRS)
 SEEDS = [0, 1, 2, 3] if FULL else [0]          # small: one seed
 LRS = [1e-3, 3e-3] if FULL else [LR]           # small: one learning rate"""),
     new_code_cell("""\
-import impl, oracle
-from impl.optim import CAdamW
+from bendtorch import impl, oracle
+from bendtorch.impl.optim import CAdamW
 F32 = np.float32
 
 def c2_f32(lr):
@@ -166,8 +166,8 @@ ROWS = 256 if FULL else 32   # rows per class count (small: 32)
 SCALE = 2.0                  # logits ~ N(0, SCALE^2)
 TOL = 4.0                    # the project's cross-entropy loss bound, ulps (reference/ops.py)"""),
     new_code_cell("""\
-import impl
-from oracle.ulp import ulp_error, ulp32
+from bendtorch import impl
+from bendtorch.oracle.ulp import ulp_error, ulp32
 rng = np.random.default_rng(0)
 res = {}
 with U.Timer() as tm:
@@ -248,7 +248,7 @@ SIZES = (sorted(set(np.geomspace(100, 4 * 2**20, 31).astype(int).tolist()) | {29
          else [1000, 10000, 100000, 295000, 1000000])   # full: 100 .. 4M, 32 sizes
 SEEDS = list(range(8)) if FULL else [0, 1, 2]            # draws per size (small: 3)"""),
     new_code_cell("""\
-import impl, oracle
+from bendtorch import impl, oracle
 F32 = np.float32
 rel = {k: {m: [] for m in SIZES} for k in ("running sum", "tree sum (impl)", "PyTorch")}
 with U.Timer() as tm:
@@ -317,7 +317,7 @@ FULL = U.size() == "full"    # set FULL = True for the full study (or run with B
 C = 49152 if FULL else 64                # classes per row (full: SmolLM2's 49152)
 MARGINS = np.linspace(0.0, 100.0, 401) if FULL else np.linspace(0.0, 60.0, 61)   # full: 0 .. 100 by 0.25"""),
     new_code_cell("""\
-from oracle.ulp import ulp_error
+from bendtorch.oracle.ulp import ulp_error
 F32 = np.float32
 rng = np.random.default_rng(0)
 n = len(MARGINS)
@@ -405,7 +405,7 @@ SAMPLE = 1 << 22 if FULL else 1 << 15      # random positive bit patterns (each 
 GRID = 200001 if FULL else 20001           # points of the dense grid on [-6, 6] (and of GELU's on [-10, 10])
 USE_FULL_SWEEP = True                      # use reports/results/erf/erf_sweep.json when it exists"""),
     new_code_cell("""\
-from reports import erf_sweep as S
+from bendtorch.reports import erf_sweep as S
 rep = U.erf_full_results() if USE_FULL_SWEEP else None
 source = "full sweep (reports/results/erf/erf_sweep.json)" if rep is not None else None
 with U.Timer() as tm:
@@ -419,10 +419,10 @@ for f in S.ERF_FUNCS:
           f"within one step {100 * r['within_one_ulp_fraction']:.4f}%, NaN in NaN out {r['nan_in_nan_out']}, "
           f"max abs error {r['max_abs_error']:.3g}")"""),
     new_code_cell("""\
-from impl.kernels.erf import erf as impl_erf, erf_piece, BOUNDS
-from oracle.erf import erf64
-from oracle.ulp import ulp_error
-from reports.torch_erf import erf_as_np
+from bendtorch.impl.kernels.erf import erf as impl_erf, erf_piece, BOUNDS
+from bendtorch.oracle.erf import erf64
+from bendtorch.oracle.ulp import ulp_error
+from bendtorch.reports.torch_erf import erf_as_np
 x = np.linspace(-6, 6, GRID).astype(np.float32)
 ex = erf64(x)
 with T.no_grad():
@@ -450,8 +450,8 @@ fig.tight_layout(); plt.show()
 print("per piece, impl: " + "; ".join(f"{k.split(' ')[1]} max {v['max_ulp']:.3f}, CR {100 * v['correctly_rounded_fraction']:.1f}%"
                                     for k, v in pp["impl"]["per_piece"].items()))"""),
     new_code_cell("""\
-import impl
-from oracle.funcs import gelu_erf_grad
+from bendtorch import impl
+from bendtorch.oracle.funcs import gelu_erf_grad
 xg = np.linspace(-10, 10, GRID).astype(np.float32).reshape(1, -1)
 exact = gelu_erf_grad(xg.astype(np.float64), np.ones_like(xg, dtype=np.float64))
 lay = impl.GELUErf(1, xg.shape[1])
@@ -542,8 +542,8 @@ STEPS = 300 if FULL else 100 # full: 300
 LR = 1e-3                    # PyTorch's AdamW default
 SEEDS = [0, 1, 2] if FULL else [0]   # small: one seed"""),
     new_code_cell("""\
-import impl, oracle
-from impl.optim import CAdamWBF16
+from bendtorch import impl, oracle
+from bendtorch.impl.optim import CAdamWBF16
 a = impl.adamw(lr=LR)
 cfgs = {"F32 moments": a,
         "BF16 m": CAdamWBF16(a.lr, a.b1, a.b2, a.eps, a.wd, a.c1, a.c2, False),

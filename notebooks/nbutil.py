@@ -40,8 +40,8 @@ import numba  # noqa: E402
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
 
-from impl.kernels.losses import tree_sum_inplace  # noqa: E402
-from impl.kernels.rows import row_max  # noqa: E402
+from bendtorch.impl.kernels.losses import tree_sum_inplace  # noqa: E402
+from bendtorch.impl.kernels.rows import row_max  # noqa: E402
 
 F32 = np.float32
 U = 2.0 ** -24
@@ -61,7 +61,7 @@ def size() -> str:
 
 def torch() -> Any:
     """torch, float32, on 2 threads (reference.torch_ref.torch_mod)."""
-    from reference.torch_ref import torch_mod
+    from bendtorch.reference.torch_ref import torch_mod
     return torch_mod()
 
 
@@ -181,7 +181,7 @@ def ce_rows_oldpick(z: F, lab: npt.NDArray[np.int64]) -> F:
 
 def ce_rows_oracle(z: Any, lab: Any) -> npt.NDArray[np.float64]:
     """Each row's loss from the oracle's CrossEntropy (float64, exact to a few float64 ulps), one row at a time."""
-    import oracle
+    from bendtorch import oracle
     z64 = np.asarray(z, dtype=np.float64)
     n, c = z64.shape
     loss = oracle.CrossEntropy(1, c)
@@ -199,7 +199,7 @@ def ce_rows_torch(z: Any, lab: Any) -> F:
 
 def ce_rows_impl(z: Any, lab: Any) -> F:
     """Each row's loss from impl's CrossEntropy layer (1 row at a time, so the mean over 1 row is the row's term)."""
-    import impl
+    from bendtorch import impl
     z32 = np.ascontiguousarray(z, F32)
     n, c = z32.shape
     loss = impl.CrossEntropy(1, c)
@@ -256,8 +256,8 @@ def norm_errors(kind: str, d: int, rows: int, seed: int, scale: float = 1.0, off
     impl (left to right), pairwise (tree_sum) and PyTorch float32. kind is "rms" (RMSNorm, PyTorch's
     F.rms_norm) or "ln" (LayerNorm, F.layer_norm). x ~ offset + scale N(0, 1); gain ~ 1 + 0.1 N(0, 1), bias
     0.1 N(0, 1)."""
-    import impl
-    import oracle
+    from bendtorch import impl
+    from bendtorch import oracle
     t = torch()
     rng = np.random.default_rng(seed)
     x = (F32(offset) + F32(scale) * rng.standard_normal((rows, d), dtype=F32)).astype(F32)
@@ -297,7 +297,7 @@ def corpus_tokens() -> npt.NDArray[np.int64]:
 
 def batches(steps: int, b: int, t: int, seed: int) -> list[tuple[Any, Any]]:
     """`steps` batches of b windows of t + 1 corpus tokens (impl.llama.batch_at), from one generator."""
-    from impl import llama
+    from bendtorch.impl import llama
     toks = corpus_tokens()
     rng = np.random.default_rng(seed)
     return [llama.batch_at(toks, b, t, rng) for _ in range(steps)]
@@ -310,8 +310,8 @@ def _flat_named(d: dict[str, Any]) -> npt.NDArray[np.float64]:
 def train_impl(model: Any, cfg: Any, p0: Any, data: Sequence[tuple[Any, Any]]) -> tuple[list[Any], list[float]]:
     """impl's training (impl.train.train_step) from a copy of p0 (float32): the flat parameters (sorted by Hugging
     Face name, float64 copies) after each step, and the losses."""
-    from impl import llama
-    from impl.train import train_new, train_step
+    from bendtorch.impl import llama
+    from bendtorch.impl.train import train_new, train_step
     tr = train_new(model.layer, cfg, llama.cast(p0, np.float32))
     ps, losses = [], []
     for x, y in data:
@@ -323,8 +323,8 @@ def train_impl(model: Any, cfg: Any, p0: Any, data: Sequence[tuple[Any, Any]]) -
 
 def train_oracle(model: Any, cfg: Any, p0: Any, data: Sequence[tuple[Any, Any]]) -> tuple[list[Any], list[float]]:
     """The oracle's training (oracle.train.train_step, float64, exact 1 - b^t) from p0 read exactly in float64."""
-    from impl import llama
-    from oracle.train import train_new, train_step
+    from bendtorch.impl import llama
+    from bendtorch.oracle.train import train_new, train_step
     tr = train_new(model.layer, cfg, llama.cast(p0, np.float64))
     ps, losses = [], []
     for x, y in data:
@@ -340,7 +340,7 @@ def train_torch(lcfg: Any, b: int, weights: dict[str, Any], data: Sequence[tuple
     """PyTorch float32 (reference.torch_llama.TorchLlama, Hugging Face's Llama) trained by torch.optim.AdamW
     (foreach=False) from the same weights and batches."""
     t = torch()
-    from reference.torch_llama import TorchLlama
+    from bendtorch.reference.torch_llama import TorchLlama
     tm = TorchLlama(lcfg, weights, t.float32)
     opt = t.optim.AdamW(tm.params(), lr=lr, betas=betas, eps=eps, weight_decay=wd, foreach=False)
     ps, losses = [], []
@@ -361,9 +361,9 @@ def drift(ps: Sequence[Any], ref: Sequence[Any]) -> npt.NDArray[np.float64]:
 
 def tiny_setup(b: int, seed: int) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
     """(lcfg, impl model, oracle model, float32 initial parameters, {name: weight}) for the tiny Llama."""
-    import impl
-    import oracle
-    from impl import llama
+    from bendtorch import impl
+    from bendtorch import oracle
+    from bendtorch.impl import llama
     lcfg = llama.config("tiny")
     mi, mo = llama.build(impl, lcfg, b), llama.build(oracle, lcfg, b)
     p0 = mi.init(seed)
@@ -390,7 +390,7 @@ def erf_patterns(n: int, seed: int) -> npt.NDArray[np.uint32]:
     line's patterns: the sweep's evenly spaced sample keeps the low mantissa bits fixed, which biases the fraction of
     correctly rounded results), plus every special value of reports.erf_sweep, padded to a multiple of 32 (torch's
     whole-vector loops)."""
-    from reports import erf_sweep as S
+    from bendtorch.reports import erf_sweep as S
     rng = np.random.default_rng(seed)
     allb = np.unique(np.concatenate([rng.integers(0, 1 << 31, n, dtype=np.int64).astype(np.uint32),
                                      S.special_patterns()]))
@@ -404,7 +404,7 @@ def erf_sample_results(n: int, seed: int = 0) -> dict[str, Any]:
     """The erf sweep's figures (reports.erf_sweep.process_bits and build_report: impl, torch.erf and PyTorch GELU's
     internal erf against the correctly rounded erf) on `erf_patterns(n, seed)` and their negatives; the
     accumulators are kept under "_tot" for plotting."""
-    from reports import erf_sweep as S
+    from bendtorch.reports import erf_sweep as S
     t0 = time.perf_counter()
     tot = S.process_bits(erf_patterns(n, seed))
     rep: dict[str, Any] = S.build_report(tot, f"random sample ({2 * int(tot['n_patterns'][0])} inputs)",

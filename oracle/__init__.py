@@ -2,7 +2,7 @@
 definitions, in float64 (mpmath where float64 is not enough; see oracle/mp.py). Same names and constructor arguments
 as impl, so a model is built in either library with one word changed:
 
-    import oracle as L          # or: import impl as L
+    import bendtorch.oracle as L          # or: import bendtorch.impl as L
     m = L.Seq(L.Linear(8, 4, 16), L.Seq(L.GELUErf(8, 16), L.Linear(8, 16, 3)))
 
 Every value is float64 (Layer.dtype is np.float64); oracle.from_impl converts impl's float32 values exactly.
@@ -16,18 +16,18 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from impl import combinators as _C
-from impl.combinators import Both, Fork, Residual, Seq, Tie, tree_add
-from impl.optim import CAdam, CAdamW, CAdamWBF16, CMomentum, CSGD, adam, adamw
-from impl.protocol import Layer, PairSpec, Spec
-from oracle.convert import from_impl, to_f64_params
-from oracle.layers import (DropP, Dropout, Embedding, GELU, GELUErf, LN, LayerNorm, Lin, Linear, LinearFirst,
+from bendtorch.impl import combinators as _C
+from bendtorch.impl.combinators import Both, Fork, Residual, Seq, Tie, tree_add
+from bendtorch.impl.optim import CAdam, CAdamW, CAdamWBF16, CMomentum, CSGD, adam, adamw
+from bendtorch.impl.protocol import Layer, PairSpec, Spec
+from bendtorch.oracle.convert import from_impl, to_f64_params
+from bendtorch.oracle.layers import (DropP, Dropout, Embedding, GELU, GELUErf, LN, LayerNorm, Lin, Linear, LinearFirst,
                            LinearNB, LogSoftmax, ReLU, RMSNorm, SiLU, Sigmoid, Softmax, Tanh)
-from oracle.losses import CrossEntropy, MSE, NLL
-from oracle.optim import cfg_ok, opt_at, opt_at_step, opt_mat, q_at, state_new
-from oracle.train import Train, train_new, train_step
-from oracle.attention import Attention as Attention  # added by the attention/RoPE task (issue 3)
-from oracle.rope import RoPE as RoPE  # added by the attention/RoPE task (issue 3)
+from bendtorch.oracle.losses import CrossEntropy, MSE, NLL
+from bendtorch.oracle.optim import cfg_ok, opt_at, opt_at_step, opt_mat, q_at, state_new
+from bendtorch.oracle.train import Train, train_new, train_step
+from bendtorch.oracle.attention import Attention as Attention  # added by the attention/RoPE task (issue 3)
+from bendtorch.oracle.rope import RoPE as RoPE  # added by the attention/RoPE task (issue 3)
 
 DTYPE = np.float64
 

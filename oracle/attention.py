@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from impl.protocol import Bwd, Fwd, Layer, MatSpec, PairSpec, ShapeError, param_free
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, MatSpec, PairSpec, ShapeError, param_free
 
 D = npt.NDArray[np.float64]
 AttnX = tuple[D, tuple[D, D]]

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from impl.protocol import NoMom, OneMom, Packed, TwoMom
-from oracle.layers import DropP, LN, Lin
+from bendtorch.impl.protocol import NoMom, OneMom, Packed, TwoMom
+from bendtorch.oracle.layers import DropP, LN, Lin
 
 _RECORDS: dict[str, Any] = {"Lin": Lin, "LN": LN, "DropP": DropP}
 

@@ -20,11 +20,11 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from impl.protocol import (Bwd, Flat, Fwd, IdsSpec, Layer, Loaded, MatSpec, Opt, OptState, ShapeError, Step,
+from bendtorch.impl.protocol import (Bwd, Flat, Fwd, IdsSpec, Layer, Loaded, MatSpec, Opt, OptState, ShapeError, Step,
                            mat_dump, mat_restore, mat_store, param_free, state_join, state_map, state_split)
-from oracle import funcs
-from oracle.hyper import dec, recip_one_minus
-from oracle.optim import opt_mat
+from bendtorch.oracle import funcs
+from bendtorch.oracle.hyper import dec, recip_one_minus
+from bendtorch.oracle.optim import opt_mat
 
 F64 = npt.NDArray[np.float64]
 Ids = npt.NDArray[np.int64]

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from impl.protocol import Loss, LossOut, MatSpec, ShapeError, check_value
-from oracle.layers import row_exp
+from bendtorch.impl.protocol import Loss, LossOut, MatSpec, ShapeError, check_value
+from bendtorch.oracle.layers import row_exp
 
 F64 = npt.NDArray[np.float64]
 Ids = npt.NDArray[np.int64]

@@ -23,9 +23,9 @@ from typing import Any, Callable, Union
 import numpy as np
 import numpy.typing as npt
 
-from impl.optim import CAdam, CAdamW, CAdamWBF16, CMomentum, CSGD
-from impl.protocol import Adam, Momentum, NoMom, OneMom, Opt, OptState, SGD, Step, TwoMom
-from oracle.hyper import beta_ok32, dec, one_minus, one_minus_pow
+from bendtorch.impl.optim import CAdam, CAdamW, CAdamWBF16, CMomentum, CSGD
+from bendtorch.impl.protocol import Adam, Momentum, NoMom, OneMom, Opt, OptState, SGD, Step, TwoMom
+from bendtorch.oracle.hyper import beta_ok32, dec, one_minus, one_minus_pow
 
 F64 = npt.NDArray[np.float64]
 f64 = np.float64

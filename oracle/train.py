@@ -13,8 +13,8 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from impl.protocol import Layer, Loss, OptState, ShapeError, structure_diff
-from oracle.optim import OptCfg, cfg_ok, opt_at, q_at, state_new
+from bendtorch.impl.protocol import Layer, Loss, OptState, ShapeError, structure_diff
+from bendtorch.oracle.optim import OptCfg, cfg_ok, opt_at, q_at, state_new
 
 P = TypeVar("P")
 X = TypeVar("X")

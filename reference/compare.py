@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oracle.ulp import ulp32, ulp_error, ulp_stats
-from reference.libs import IMPL, ORACLE, Lib
-from reference.ops import Dims, Op, default_pinit
+from bendtorch.oracle.ulp import ulp32, ulp_error, ulp_stats
+from bendtorch.reference.libs import IMPL, ORACLE, Lib
+from bendtorch.reference.ops import Dims, Op, default_pinit
 
 F32 = np.float32
 F64 = np.float64
@@ -109,7 +109,7 @@ def run_lib(op: Op, lib: Lib, d: Dims, inp: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_torch(op: Op, d: Dims, inp: dict[str, Any]) -> dict[str, Any]:
-    from reference.torch_ref import run_layer, run_loss
+    from bendtorch.reference.torch_ref import run_layer, run_loss
     if op.kind == "loss":
         return run_loss(op.torch_fn(d), inp["x"], inp["t"])
     r = run_layer(op.torch_fn(d), inp["x"], inp["params"], inp["dy"])
@@ -118,8 +118,8 @@ def run_torch(op: Op, d: Dims, inp: dict[str, Any]) -> dict[str, Any]:
 
 
 def _optimizer_outputs(op: Op, d: Dims, seed: int) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    from reference.optim_study import HP, impl_run, inputs, oracle_run
-    from reference.torch_ref import run_optimizer
+    from bendtorch.reference.optim_study import HP, impl_run, inputs, oracle_run
+    from bendtorch.reference.torch_ref import run_optimizer
     w0, grads = inputs((d["r"], d["c"]), seed, 10)
     wi = impl_run(op.name, w0, grads)
     wt = run_optimizer(op.name, HP[op.name], w0, grads)
@@ -209,5 +209,5 @@ def check_op(op: Op, quick: bool = False) -> dict[str, dict[str, Any]]:
 
 
 def judge_out(op: Op, k: str, r: dict[str, Any]) -> tuple[bool, list[str]]:
-    from reference.ops import judge
+    from bendtorch.reference.ops import judge
     return judge(op, k, r)

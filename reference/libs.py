@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 
 # the modules that may define a name, in the order they are searched
-_IMPL_MODULES = ("impl", "impl.layers", "impl.layers.linear", "impl.layers.embedding", "impl.layers.activations",
-                 "impl.layers.dropout", "impl.layers.rows", "impl.losses", "impl.combinators")
-_ORACLE_MODULES = ("oracle", "oracle.layers", "oracle.layers.linear", "oracle.layers.embedding",
-                   "oracle.layers.activations", "oracle.layers.dropout", "oracle.layers.rows", "oracle.losses",
-                   "oracle.combinators", "oracle.activations", "oracle.linear", "oracle.rows", "oracle.dropout",
-                   "oracle.embedding", "impl.combinators")
+_IMPL_MODULES = ("impl", "bendtorch.impl.layers", "impl.layers.linear", "impl.layers.embedding", "impl.layers.activations",
+                 "impl.layers.dropout", "impl.layers.rows", "bendtorch.impl.losses", "bendtorch.impl.combinators")
+_ORACLE_MODULES = ("oracle", "bendtorch.oracle.layers", "oracle.layers.linear", "oracle.layers.embedding",
+                   "oracle.layers.activations", "oracle.layers.dropout", "oracle.layers.rows", "bendtorch.oracle.losses",
+                   "bendtorch.oracle.combinators", "bendtorch.oracle.activations", "bendtorch.oracle.linear", "bendtorch.oracle.rows", "bendtorch.oracle.dropout",
+                   "bendtorch.oracle.embedding", "bendtorch.impl.combinators")
 
 
 class Missing(LookupError):

@@ -18,12 +18,12 @@ def drift(steps: int = 100, b: int = 4, seed: int = 0, lr: float = 3e-3, b1: flo
           eps: float = 1e-8, wd: float = 0.01) -> dict[str, Any]:
     import torch
 
-    import impl
-    import oracle
+    from bendtorch import impl
+    from bendtorch import oracle
     from bendtorch.train_cmd import CORPUS, complement
-    from impl import llama, optim
-    from impl.train import train_new, train_step
-    from reference.torch_llama import TorchLlama
+    from bendtorch.impl import llama, optim
+    from bendtorch.impl.train import train_new, train_step
+    from bendtorch.reference.torch_llama import TorchLlama
 
     cfg = llama.config("tiny")
     mi, mo = llama.build(impl, cfg, b), llama.build(oracle, cfg, b)

@@ -35,11 +35,11 @@ def _init(rng: np.random.Generator, i: int, h: int, k: int) -> list[npt.NDArray[
 
 
 def model_run(n: int = 16, i: int = 12, h: int = 32, k: int = 10, steps: int = 50, seed: int = 0) -> dict[str, Any]:
-    from impl import optim as O
-    from impl import train as IT
-    import oracle
-    from reference.libs import IMPL, ORACLE
-    from reference.torch_ref import optimizer, to_np, to_t, torch_mod
+    from bendtorch.impl import optim as O
+    from bendtorch.impl import train as IT
+    from bendtorch import oracle
+    from bendtorch.reference.libs import IMPL, ORACLE
+    from bendtorch.reference.torch_ref import optimizer, to_np, to_t, torch_mod
 
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, i)).astype(F32)
@@ -92,8 +92,8 @@ def model_run(n: int = 16, i: int = 12, h: int = 32, k: int = 10, steps: int = 5
 def summary(r: dict[str, Any]) -> dict[str, Any]:
     """The losses' largest relative distance to the oracle's over the run, and the final parameters' distance to
     the oracle's (normwise ulps and median element-wise ulps)."""
-    from oracle.ulp import ulp_error
-    from reference.compare import normwise
+    from bendtorch.oracle.ulp import ulp_error
+    from bendtorch.reference.compare import normwise
     lo = np.array(r["oracle"])
     out: dict[str, Any] = {"steps": len(lo), "oracle_loss_first": lo[0], "oracle_loss_last": lo[-1]}
     for lib in ("impl", "torch"):

@@ -88,7 +88,7 @@ def _tf() -> Any:
 
 
 def _torch() -> Any:
-    from reference.torch_ref import torch_mod
+    from bendtorch.reference.torch_ref import torch_mod
     return torch_mod()
 
 
@@ -183,7 +183,7 @@ LAYERS: list[Op] = [
 
 def _dropout_mask(d: Dims) -> Arr:
     """impl's keep mask for (n, c, p, seed 1234, t 0): where impl's Dropout keeps x = 1."""
-    from reference.libs import IMPL
+    from bendtorch.reference.libs import IMPL
     lay = IMPL.Dropout(d["n"], d["c"], d["p"], 1234)
     y = lay.fwd(lay.zeros(), np.ones((d["n"], d["c"]), F32)).y
     return np.asarray(y != 0, dtype=F32)

@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oracle.ulp import ulp_error
-from reference.compare import normwise
+from bendtorch.oracle.ulp import ulp_error
+from bendtorch.reference.compare import normwise
 
 F32 = np.float32
 F64 = np.float64
@@ -70,7 +70,7 @@ def fma32(a: Any, b: Any, c: Any) -> A32:
 
 def mkl_sqrt(v: A32) -> A32:
     """torch.sqrt on float32 (MKL VML vsSqrt, faithful), the one operation borrowed from torch."""
-    from reference.torch_ref import to_np, to_t
+    from bendtorch.reference.torch_ref import to_np, to_t
     return np.asarray(to_np(to_t(np.ascontiguousarray(v, F32)).sqrt()), F32)
 
 
@@ -149,7 +149,7 @@ def emulate(kind: str, c: Causes, st: EState, g: A32, hp: dict[str, float] | Non
 
 def cfg_of(kind: str, hp: dict[str, float] | None = None) -> Any:
     """impl's configuration (impl.optim) for the study's hyperparameters; the oracle reads the same one."""
-    from impl import optim as O
+    from bendtorch.impl import optim as O
     hp = hp or HP[kind]
     if kind == "SGD":
         return O.CSGD(F32(hp["lr"]))
@@ -163,7 +163,7 @@ def cfg_of(kind: str, hp: dict[str, float] | None = None) -> Any:
 def impl_run(kind: str, w0: A32, grads: list[A32], hp: dict[str, float] | None = None) -> list[A32]:
     """impl's weights after each step: impl.optim.opt_mat with opt_at(cfg, q1, q2), q advanced as Train.step does
     (impl/train.py, main.bend line 925)."""
-    from impl import optim as O
+    from bendtorch.impl import optim as O
     cfg = cfg_of(kind, hp)
     w = w0.copy()
     st: Any = O.state_new(cfg, lambda: np.zeros_like(w0))
@@ -182,7 +182,7 @@ def oracle_run(kind: str, w0: A32, grads: list[A32],
                hp: dict[str, float] | None = None) -> list[npt.NDArray[np.float64]]:
     """The oracle's weights (float64) after each step, from the same float32 gradients: oracle.optim.opt_mat with
     oracle.optim.opt_at_step (1 - b^t exact), on impl's configuration read as decimals."""
-    from oracle import optim as OO
+    from bendtorch.oracle import optim as OO
     cfg = cfg_of(kind, hp)
     w = w0.astype(F64)
     st: Any = OO.state_new(cfg, lambda: np.zeros_like(w))
@@ -249,7 +249,7 @@ def _ulp_between(a: A32, b: A32) -> float:
 def study(kind: str, shape: tuple[int, int] = (7, 13), seed: int = 0, steps: int = 100,
           emulate_steps: bool = True, hp: dict[str, float] | None = None) -> StudyResult:
     """impl, torch.optim and the oracle over `steps` steps from the same w0 and gradients, with the emulations."""
-    from reference.torch_ref import run_optimizer
+    from bendtorch.reference.torch_ref import run_optimizer
     w0, grads = inputs(shape, seed, steps)
     hp = hp or HP[kind]
     wi = impl_run(kind, w0, grads, hp)

@@ -21,10 +21,10 @@ import pytest
 torch = pytest.importorskip("torch")
 import torch.nn.functional as Fn  # noqa: E402
 
-import oracle.attention as OA  # noqa: E402
-import oracle.rope as OR  # noqa: E402
-from impl.kernels import attention as A  # noqa: E402
-from impl.layers.rope import RoPE  # noqa: E402
+import bendtorch.oracle.attention as OA  # noqa: E402
+import bendtorch.oracle.rope as OR  # noqa: E402
+from bendtorch.impl.kernels import attention as A  # noqa: E402
+from bendtorch.impl.layers.rope import RoPE  # noqa: E402
 
 F32 = np.float32
 U = 2.0 ** -24

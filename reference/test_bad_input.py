@@ -18,11 +18,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import oracle
-from impl import optim as O
-from impl import train as IT
-from impl.protocol import ConfigError, ShapeError
-from reference.libs import IMPL, ORACLE, Lib
+from bendtorch import oracle
+from bendtorch.impl import optim as O
+from bendtorch.impl import train as IT
+from bendtorch.impl.protocol import ConfigError, ShapeError
+from bendtorch.reference.libs import IMPL, ORACLE, Lib
 
 F32 = np.float32
 LIBS = [IMPL, ORACLE]

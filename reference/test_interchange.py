@@ -15,12 +15,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import impl  # noqa: E402
-import oracle  # noqa: E402
-from impl import llama  # noqa: E402
-from impl.interchange import (InterchangeError, load_safetensors, load_state_dict, save_safetensors,  # noqa: E402
+from bendtorch import impl  # noqa: E402
+from bendtorch import oracle  # noqa: E402
+from bendtorch.impl import llama  # noqa: E402
+from bendtorch.impl.interchange import (InterchangeError, load_safetensors, load_state_dict, save_safetensors,  # noqa: E402
                               state_dict, to_torch_state_dict)
-from reference.torch_llama import TorchLlama  # noqa: E402
+from bendtorch.reference.torch_llama import TorchLlama  # noqa: E402
 
 U = 2.0 ** -24
 B = 2

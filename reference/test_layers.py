@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reference.compare import check_op, make_inputs, run_lib, run_torch
-from reference.libs import IMPL
-from reference.ops import LAYERS, Op, op_named
+from bendtorch.reference.compare import check_op, make_inputs, run_lib, run_torch
+from bendtorch.reference.libs import IMPL
+from bendtorch.reference.ops import LAYERS, Op, op_named
 
 
 @pytest.mark.parametrize("op", LAYERS, ids=[o.name for o in LAYERS])

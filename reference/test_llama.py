@@ -19,10 +19,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import impl  # noqa: E402
-import oracle  # noqa: E402
-from impl import llama  # noqa: E402
-from reference.torch_llama import TorchLlama  # noqa: E402
+from bendtorch import impl  # noqa: E402
+from bendtorch import oracle  # noqa: E402
+from bendtorch.impl import llama  # noqa: E402
+from bendtorch.reference.torch_llama import TorchLlama  # noqa: E402
 
 U = 2.0 ** -24
 CASES = {"tiny": (llama.config("tiny"), 3), "smol2": (llama.config("smol", layers=2, t=32), 1)}

@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from reference.llama_drift import drift as _drift  # noqa: E402
+from bendtorch.reference.llama_drift import drift as _drift  # noqa: E402
 
 
 @lru_cache(maxsize=None)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from reference.compare import check_op
-from reference.ops import LOSSES, Op
+from bendtorch.reference.compare import check_op
+from bendtorch.reference.ops import LOSSES, Op
 
 
 @pytest.mark.parametrize("op", LOSSES, ids=[o.name for o in LOSSES])

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reference.compare import check_op
-from reference.model import model_run, summary
-from reference.ops import COMBOS, Op
+from bendtorch.reference.compare import check_op
+from bendtorch.reference.model import model_run, summary
+from bendtorch.reference.ops import COMBOS, Op
 
 # Each float32 loss within 2e-5 relative of the oracle's at every one of the 50 steps: one step's forward and
 # backward err by ~1e-7 relative (a few ulps, the layers' bounds), AdamW divides by sqrt(v), so the weights' errors

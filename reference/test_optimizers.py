@@ -1,6 +1,6 @@
 """Optimizers: impl (impl.optim, the seed's float32 order) against torch.optim (foreach=False) and the oracle.
 
-Findings (docs/optimizers.md; `python -m reference.optim_study` prints the table): impl and torch.optim follow the
+Findings (docs/optimizers.md; `python -m bendtorch.reference.optim_study` prints the table): impl and torch.optim follow the
 same order of operations (_single_tensor_sgd / _single_tensor_adam) and differ for exactly three reasons, each
 shown necessary and together sufficient by `reference.optim_study.emulate`, a numpy emulation of PyTorch's order:
   FMA      torch 2.13's CPU kernels fuse the last multiply-add of add(alpha=), lerp and addcmul, in the vector body
@@ -18,10 +18,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reference.compare import check_op
-from reference.ops import OPTIMIZERS, Op
-from reference.optim_study import KINDS, fma32, mkl_sqrt, study
-from reference.torch_ref import to_np, to_t, torch_mod
+from bendtorch.reference.compare import check_op
+from bendtorch.reference.ops import OPTIMIZERS, Op
+from bendtorch.reference.optim_study import KINDS, fma32, mkl_sqrt, study
+from bendtorch.reference.torch_ref import to_np, to_t, torch_mod
 
 # impl's distance to the oracle (per step, normwise and median ulps) at most 1.5x PyTorch's + 1 ulp (normwise) or
 # + 0.25 ulp (median): both make one float32 rounding per operation in the same order, and the three differences
@@ -68,8 +68,12 @@ def test_which_cause_is_needed(studies: dict, kind: str, shape: tuple[int, int])
         assert r.without["scal64"] == 0 and r.without["mkl_sqrt"] == 0, r.summary()
     else:
         assert r.without["scal64"] > 0, r.summary()
-        # a torch built without MKL takes another sqrt; the emulation's equality above still says which
-        assert r.without["mkl_sqrt"] > 0 or not _mkl(), r.summary()
+        # MKL picks its sqrt code by processor: on some (AMD EPYC) it differs from the correctly rounded root on
+        # over 1% of inputs, on others (Intel Xeon) on under 1%, so 91 elements may never meet one in 100 steps; the
+        # cause must be needed on one of the two shapes (a torch without MKL takes another sqrt: the emulation's
+        # equality above still says which)
+        both = [studies[(kind, s)].without["mkl_sqrt"] for s in ((7, 13), (48, 64))]
+        assert sum(both) > 0 or not _mkl(), r.summary()
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -120,7 +124,9 @@ def test_torch_sqrt_is_faithful_not_correctly_rounded() -> None:
     cr = np.sqrt(v.astype(np.float64)).astype(np.float32)
     tv = mkl_sqrt(v)
     d = np.abs(tv.view(np.int32).astype(np.int64) - cr.view(np.int32).astype(np.int64))
-    assert d.max() == 1 and 0.01 < np.mean(d) < 0.5
+    # faithful everywhere, correctly rounded on most inputs but not all (0.8% off on an Intel Xeon, over 1% on an
+    # AMD EPYC: MKL chooses its code by processor)
+    assert d.max() == 1 and 0.0 < np.mean(d) < 0.5
     assert np.array_equal(np.sqrt(v), cr)
     torch = torch_mod()
     assert np.array_equal(to_np(torch.tensor(v) / 0.3), v / np.float32(0.3))

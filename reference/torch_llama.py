@@ -14,7 +14,7 @@ import numpy as np
 import torch
 import torch.nn.functional as Fn
 
-from impl.llama import LlamaCfg
+from bendtorch.impl.llama import LlamaCfg
 
 
 class TorchLlama:

@@ -40,10 +40,10 @@ from typing import Any, cast
 import numba
 import numpy as np
 
-from impl.kernels.erf import erf32, erf_piece32
-from oracle.erf import REL_MARGIN, check_float64_error, ref_pass, round32_mp
-from oracle.ulp import ulp32_1, ulp_error1_u
-from reports.torch_erf import erf_as, f2u, gelu_erf_port, u2f
+from bendtorch.impl.kernels.erf import erf32, erf_piece32
+from bendtorch.oracle.erf import REL_MARGIN, check_float64_error, ref_pass, round32_mp
+from bendtorch.oracle.ulp import ulp32_1, ulp_error1_u
+from bendtorch.reports.torch_erf import erf_as, f2u, gelu_erf_port, u2f
 
 VERSION = 1
 ERF_FUNCS = ("impl", "torch_erf", "torch_gelu_erf_aten")
@@ -299,7 +299,7 @@ def _torch_outputs(xp: Any, xn: Any, default_gelu: bool = True) -> tuple[Any, ..
     in) and its ATen gelu (oneDNN disabled), each on x and -x."""
     import torch
 
-    from reports.torch_erf import torch_gelu
+    from bendtorch.reports.torch_erf import torch_gelu
 
     import warnings
 
@@ -453,7 +453,7 @@ def special_patterns() -> Any:
     """The positive bit patterns of every special value: zeros, subnormal ends, the normal range's ends, the
     piece boundaries and two float32 neighbours each way, the centres, where erf rounds to 1, inf and NaNs with
     payloads (each also swept negated)."""
-    from impl.kernels.erf import BOUNDS
+    from bendtorch.impl.kernels.erf import BOUNDS
 
     vals = [0.0, 1e-45, 2.8e-45, 1e-40, 1.1754942e-38, 1.17549435e-38, 1e-30, 2.0 ** -12, 1e-3, 0.1, 0.5,
             1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 3.9192, 3.9193, 4.0, 6.0, 10.0, 1e30, 3.4028235e38, np.inf]
@@ -780,7 +780,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m reports.erf_sweep ...`: the same as `bendtorch erf-sweep ...`."""
+    """`python -m bendtorch.reports.erf_sweep ...`: the same as `bendtorch erf-sweep ...`."""
     parser = argparse.ArgumentParser(prog="bendtorch erf-sweep", description=__doc__.split("\n\n")[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))

@@ -65,7 +65,7 @@ def machine() -> dict[str, Any]:
         except Exception:  # noqa: BLE001 - a missing optional module is reported, not fatal
             info[mod] = "not installed"
     try:
-        from reference.torch_ref import torch_info
+        from bendtorch.reference.torch_ref import torch_info
         info.update(torch_info())
     except Exception as e:  # noqa: BLE001
         info["torch"] = f"unavailable: {e}"
@@ -114,7 +114,7 @@ def erf_sample(out: Path, n: int) -> dict[str, Any]:
     if n <= 0:
         return {"status": "skipped (--erf-sample 0)"}
     try:
-        from reports import erf_sweep
+        from bendtorch.reports import erf_sweep
     except Exception as e:  # noqa: BLE001 - reported in REPORT.md
         return {"status": f"reports/erf_sweep.py not importable: {type(e).__name__}: {e}"}
     d = out / "erf"
@@ -174,7 +174,7 @@ def erf_full(path: Path, out: Path) -> dict[str, Any]:
 
 def drift_run(out: Path, steps: int, plots: bool) -> dict[str, Any]:
     """The tiny Llama's drift from the float64 oracle over `steps` AdamW steps: impl and PyTorch float32."""
-    from reference.llama_drift import drift, plot
+    from bendtorch.reference.llama_drift import drift, plot
     r = drift(steps=steps)
     if plots:
         plot(r, out / "drift.png")
@@ -212,8 +212,8 @@ def run_ops(ops: list[Any], quick: bool, plots_dir: Path | None, quiet: bool) ->
                                                                                         list[str]]:
     from tqdm import tqdm
 
-    from reference.compare import run_op
-    from reference.ops import judge
+    from bendtorch.reference.compare import run_op
+    from bendtorch.reference.ops import judge
     rows: list[dict[str, Any]] = []
     errors: list[str] = []
     bar = tqdm(ops, desc="reference ops", unit="op", disable=quiet, file=sys.stderr)
@@ -300,7 +300,7 @@ def markdown(rep: dict[str, Any]) -> str:
         L.append(f"not run: {mo}")
     L.append("\n## Optimizers over 100 steps (impl vs torch.optim vs oracle)\n")
     if rep.get("optimizer_study"):
-        L.append("See docs/optimizers.md for the causes. `python -m reference.optim_study` prints this table.\n")
+        L.append("See docs/optimizers.md for the causes. `python -m bendtorch.reference.optim_study` prints this table.\n")
         L.append(rep["optimizer_study"])
     else:
         L.append("not run (--quick)")
@@ -377,7 +377,7 @@ def markdown(rep: dict[str, Any]) -> str:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from reference.ops import OPS
+    from bendtorch.reference.ops import OPS
 
     t0 = time.perf_counter()
     out: Path = args.out
@@ -393,7 +393,7 @@ def run(args: argparse.Namespace) -> int:
 
     model: Any
     try:
-        from reference.model import model_run, summary
+        from bendtorch.reference.model import model_run, summary
         model = summary(model_run(steps=10 if args.quick else 50))
         model = {k: (float(v) if isinstance(v, (np.floating, float)) else v) for k, v in model.items()}
     except Exception as e:  # noqa: BLE001
@@ -403,7 +403,7 @@ def run(args: argparse.Namespace) -> int:
     study_json: list[dict[str, Any]] = []
     if not args.quick and not args.only:
         try:
-            from reference.optim_study import KINDS, study, table
+            from bendtorch.reference.optim_study import KINDS, study, table
             res = [study(k, s, seed=i) for i, k in enumerate(KINDS) for s in ((7, 13), (48, 64))]
             study_md = table(res)
             study_json = [r.summary() for r in res]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from impl.bits import f32_bits, f32_of_bits, f32_print, mat_print, same_bits
+from bendtorch.impl.bits import f32_bits, f32_of_bits, f32_print, mat_print, same_bits
 
 F32 = np.float32
 

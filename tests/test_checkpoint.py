@@ -14,13 +14,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from impl.bits import same_bits
-from impl.checkpoint import (CheckpointError, mat_load, params_load, params_save, pt_cells, train_dump,
+from bendtorch.impl.bits import same_bits
+from bendtorch.impl.checkpoint import (CheckpointError, mat_load, params_load, params_save, pt_cells, train_dump,
                              train_restore, train_save)
-from impl.combinators import Seq
-from impl.optim import CAdamWBF16, CMomentum, CSGD, OptCfg, adam, adamw
-from impl.protocol import Packed, PLeaf, PNew, PNode, TwoMom
-from impl.train import Train, train_new, train_step
+from bendtorch.impl.combinators import Seq
+from bendtorch.impl.optim import CAdamWBF16, CMomentum, CSGD, OptCfg, adam, adamw
+from bendtorch.impl.protocol import Packed, PLeaf, PNew, PNode, TwoMom
+from bendtorch.impl.train import Train, train_new, train_step
 from tests.test_protocol import mse, rnd, scale
 
 F32 = np.float32
@@ -144,7 +144,7 @@ def test_a_fresh_packed_state_reads_pnew_back(tmp_path: Path) -> None:
 
 WRITER = """
 import sys, numpy as np
-from impl.checkpoint import write_atomic
+from bendtorch.impl.checkpoint import write_atomic
 payload = np.full(40_000_000, float(sys.argv[2]), dtype='<f4').tobytes()
 print('ready', flush=True)
 while True:

@@ -8,9 +8,9 @@ from typing import Any
 import numba
 import numpy as np
 
-import impl as L
-from impl.bits import same_bits
-from impl.checkpoint import train_dump
+import bendtorch.impl as L
+from bendtorch.impl.bits import same_bits
+from bendtorch.impl.checkpoint import train_dump
 
 F32 = np.float32
 

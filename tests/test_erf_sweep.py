@@ -18,9 +18,9 @@ import mpmath
 import numpy as np
 import pytest
 
-from oracle.erf import REL_MARGIN, erf_cr32, ref_pass, round32_mp
-from oracle.ulp import ulp32, ulp32_1, ulp_error, ulp_error1
-from reports import erf_sweep as S
+from bendtorch.oracle.erf import REL_MARGIN, erf_cr32, ref_pass, round32_mp
+from bendtorch.oracle.ulp import ulp32, ulp32_1, ulp_error, ulp_error1
+from bendtorch.reports import erf_sweep as S
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -94,7 +94,7 @@ def test_torch_gelu_port_is_bit_exact() -> None:
     # erf_as is the erf inside that GELU
     import torch
 
-    from reports.torch_erf import gelu_port_np, torch_gelu
+    from bendtorch.reports.torch_erf import gelu_port_np, torch_gelu
 
     rng = np.random.default_rng(2)
     x = np.concatenate([rng.integers(0, 2**32, 1 << 16, dtype=np.uint64).astype(np.uint32).view(np.float32),
@@ -153,7 +153,7 @@ def test_range_killed_and_resumed_gives_the_same_result(tmp_path: Path) -> None:
     want = _run(common + ["--out", str(straight)])
     assert want["functions"]["impl"]["finite_inputs"] == 2 * (HI - LO)
 
-    cmd = [sys.executable, "-m", "reports.erf_sweep", "--out", str(resumed)] + common
+    cmd = [sys.executable, "-m", "bendtorch.reports.erf_sweep", "--out", str(resumed)] + common
     proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     chunks = resumed / "chunks"

@@ -9,11 +9,11 @@ import numba
 import numpy as np
 import pytest
 
-from impl.kernels import attention as A
-from impl.kernels import rope as R
-from impl.layers.attention import Attention
-from impl.layers.rope import RoPE
-from impl.protocol import ShapeError
+from bendtorch.impl.kernels import attention as A
+from bendtorch.impl.kernels import rope as R
+from bendtorch.impl.layers.attention import Attention
+from bendtorch.impl.layers.rope import RoPE
+from bendtorch.impl.protocol import ShapeError
 
 F32 = np.float32
 

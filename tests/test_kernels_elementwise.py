@@ -9,14 +9,14 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from impl.bits import f32_bits, same_bits
-from impl.kernels import dropout as D
-from impl.kernels import elementwise as E
-from impl.kernels import libm
-from impl.layers.activations import GELU, GELUErf, ReLU, Sigmoid, SiLU, Tanh
-from impl.layers.dropout import DropP, Dropout
-from impl.optim import CSGD, opt_at
-from impl.protocol import NoMom
+from bendtorch.impl.bits import f32_bits, same_bits
+from bendtorch.impl.kernels import dropout as D
+from bendtorch.impl.kernels import elementwise as E
+from bendtorch.impl.kernels import libm
+from bendtorch.impl.layers.activations import GELU, GELUErf, ReLU, Sigmoid, SiLU, Tanh
+from bendtorch.impl.layers.dropout import DropP, Dropout
+from bendtorch.impl.optim import CSGD, opt_at
+from bendtorch.impl.protocol import NoMom
 
 from tests.bitcheck import same_bits_or_nan  # noqa: E402
 
@@ -88,7 +88,7 @@ def test_constants_and_formulas() -> None:
     silu_d = F32(F32(F32(2.0) * s) * F32(F32(1.0) + F32(x * F32(F32(1.0) - s))))
     assert E.act_bwd(E.SILU, np.array([F32(2.0)]), np.array([x]))[0] == silu_d
     pdf = F32(F32(0.3989422804014327) * libm.expf(F32(F32(x * x) * F32(-0.5))))
-    from impl.kernels.erf import erf_plain
+    from bendtorch.impl.kernels.erf import erf_plain
     cdf = F32(F32(0.5) * F32(F32(1.0) + erf_plain(F32(x * F32(0.7071067811865476)))))
     assert E.act_bwd(E.GELU_ERF, np.array([F32(1.0)]), np.array([x]))[0] == F32(cdf + F32(x * pdf))
 

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-import impl.kernels.erf as E
-from oracle.ulp import ulp_error
+import bendtorch.impl.kernels.erf as E
+from bendtorch.oracle.ulp import ulp_error
 
 
 def _bits(x: np.ndarray) -> np.ndarray:

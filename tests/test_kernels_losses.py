@@ -10,12 +10,12 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from impl.bits import f32_bits, same_bits
-from impl.kernels import libm
-from impl.kernels import losses as K
-from impl.kernels.rows import softmax_fwd_plain
-from impl.losses import MSE, NLL, CrossEntropy
-from impl.protocol import ShapeError
+from bendtorch.impl.bits import f32_bits, same_bits
+from bendtorch.impl.kernels import libm
+from bendtorch.impl.kernels import losses as K
+from bendtorch.impl.kernels.rows import softmax_fwd_plain
+from bendtorch.impl.losses import MSE, NLL, CrossEntropy
+from bendtorch.impl.protocol import ShapeError
 
 F32 = np.float32
 Arr = npt.NDArray[np.float32]

@@ -7,8 +7,8 @@ import numba
 import numpy as np
 import pytest
 
-from impl.kernels import matmul as MM
-from oracle.ulp import ulp_error
+from bendtorch.impl.kernels import matmul as MM
+from bendtorch.oracle.ulp import ulp_error
 
 F32 = np.float32
 

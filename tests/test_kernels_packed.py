@@ -7,7 +7,7 @@ import numba
 import numpy as np
 import pytest
 
-from impl.kernels import packed as K
+from bendtorch.impl.kernels import packed as K
 
 F32 = np.float32
 

@@ -11,12 +11,12 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from impl.bits import f32_bits, same_bits
-from impl.kernels import libm
-from impl.kernels import rows as K
-from impl.layers.rows import LN, LayerNorm, LogSoftmax, RMSNorm, Softmax
-from impl.optim import CAdamW, CSGD, opt_at, state_new
-from impl.protocol import ShapeError, TwoMom
+from bendtorch.impl.bits import f32_bits, same_bits
+from bendtorch.impl.kernels import libm
+from bendtorch.impl.kernels import rows as K
+from bendtorch.impl.layers.rows import LN, LayerNorm, LogSoftmax, RMSNorm, Softmax
+from bendtorch.impl.optim import CAdamW, CSGD, opt_at, state_new
+from bendtorch.impl.protocol import ShapeError, TwoMom
 
 from tests.bitcheck import same_bits_or_nan  # noqa: E402
 

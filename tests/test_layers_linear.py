@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from impl.kernels.matmul import mm_plain
-from impl.layers.embedding import Embedding
-from impl.layers.linear import Lin, Linear, LinearFirst, LinearNB
-from impl.optim import CAdamW, opt_at, state_new
-from impl.protocol import SGD, ShapeError, TwoMom
+from bendtorch.impl.kernels.matmul import mm_plain
+from bendtorch.impl.layers.embedding import Embedding
+from bendtorch.impl.layers.linear import Lin, Linear, LinearFirst, LinearNB
+from bendtorch.impl.optim import CAdamW, opt_at, state_new
+from bendtorch.impl.protocol import SGD, ShapeError, TwoMom
 
 F32 = np.float32
 
@@ -112,7 +112,7 @@ def test_linear_step_matches_opt_mat_per_matrix() -> None:
     assert isinstance(r.st, TwoMom) and isinstance(r.st.m, Lin) and isinstance(r.st.v, Lin)
     assert not r.g.w.any() and not r.g.b.any()
     # the same step on each matrix alone
-    from impl.optim import opt_mat
+    from bendtorch.impl.optim import opt_mat
     zw, zb = np.zeros_like(pw), np.zeros_like(pb)
     sw = opt_mat(op, pw, gw, TwoMom(zw, zw.copy()))
     sb = opt_mat(op, pb, gb, TwoMom(zb, zb.copy()))

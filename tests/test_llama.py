@@ -10,10 +10,10 @@ import pathlib
 import numpy as np
 import pytest
 
-import impl
+from bendtorch import impl
 from bendtorch import train_cmd
-from impl import llama
-from impl.protocol import ShapeError
+from bendtorch.impl import llama
+from bendtorch.impl.protocol import ShapeError
 
 
 def _args(*argv: str) -> argparse.Namespace:

@@ -18,12 +18,12 @@ import mpmath
 import numpy as np
 import pytest
 
-import oracle as L
-from impl.optim import CAdam, CAdamW, CAdamWBF16, CMomentum, CSGD, beta_ok, cfg_ok
-from impl.protocol import Layer, MatSpec, NoMom, OneMom, ShapeError, TwoMom
-from oracle import funcs, hyper, mp
-from oracle.layers import drop_mask, log_softmax, softmax
-from oracle.optim import opt_at_step, opt_mat
+import bendtorch.oracle as L
+from bendtorch.impl.optim import CAdam, CAdamW, CAdamWBF16, CMomentum, CSGD, beta_ok, cfg_ok
+from bendtorch.impl.protocol import Layer, MatSpec, NoMom, OneMom, ShapeError, TwoMom
+from bendtorch.oracle import funcs, hyper, mp
+from bendtorch.oracle.layers import drop_mask, log_softmax, softmax
+from bendtorch.oracle.optim import opt_at_step, opt_mat
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 F64 = np.float64
@@ -557,7 +557,7 @@ def test_from_impl() -> None:
     assert L.to_f64_params(p)[0][0].b.dtype == np.float64
 
 
-ALLOWED_IMPL = {"impl.protocol", "impl.combinators", "impl.optim"}
+ALLOWED_IMPL = {"bendtorch.impl.protocol", "bendtorch.impl.combinators", "bendtorch.impl.optim"}
 CONFIG_NAMES = {"CSGD", "CMomentum", "CAdam", "CAdamW", "CAdamWBF16", "adam", "adamw", "OptCfg"}
 
 
@@ -575,18 +575,18 @@ def test_oracle_imports_no_torch_and_no_impl_numerics() -> None:
                 mods = [(node.module, [a.name for a in node.names])]
             for mod, names in mods:
                 assert not mod.startswith("torch"), f"{path.name} imports {mod}"
-                if mod == "impl" or mod.startswith("impl."):
-                    if mod == "impl":
+                if mod == "bendtorch.impl" or mod.startswith("bendtorch.impl."):
+                    if mod == "bendtorch.impl":
                         assert set(names) <= {"combinators", "protocol"}, f"{path.name}: from impl import {names}"
                     else:
                         assert mod in ALLOWED_IMPL, f"{path.name} imports {mod}"
-                    if mod == "impl.optim":
+                    if mod == "bendtorch.impl.optim":
                         assert set(names) <= CONFIG_NAMES, f"{path.name}: from impl.optim import {names}"
     code = ("import sys, json; import {m}; "
-            "print(json.dumps(sorted(k for k in sys.modules if k.split('.')[0] in ('impl', 'torch'))))")
-    base = set(json.loads(subprocess.run([sys.executable, "-c", code.format(m="impl.optim, impl.combinators")],
+            "print(json.dumps(sorted(k for k in sys.modules if k.startswith('bendtorch.impl') or k.split('.')[0] == 'torch')))")
+    base = set(json.loads(subprocess.run([sys.executable, "-c", code.format(m="bendtorch.impl.optim, bendtorch.impl.combinators")],
                                          capture_output=True, text=True, check=True, cwd=ROOT).stdout))
-    got = set(json.loads(subprocess.run([sys.executable, "-c", code.format(m="oracle")], capture_output=True,
+    got = set(json.loads(subprocess.run([sys.executable, "-c", code.format(m="bendtorch.oracle")], capture_output=True,
                                         text=True, check=True, cwd=ROOT).stdout))
     assert not any(k.split(".")[0] == "torch" for k in got)
     assert got <= base, f"oracle loads more of impl than its allowed imports do: {sorted(got - base)}"

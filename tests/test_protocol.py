@@ -9,13 +9,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from impl.bits import same_bits
-from impl.combinators import Add2, Both, Fork, Id, Mul2, Residual, Seq, Tie
-from impl.optim import (CAdam, CAdamW, CMomentum, CSGD, adamw, beta_ok, cfg_check, cfg_ok, opt_at, opt_mat)
-from impl.protocol import (Bwd, ConfigError, Fwd, Layer, Loss, LossOut, Mat, MatSpec, NoMom, OneMom, Packed, PLeaf,
+from bendtorch.impl.bits import same_bits
+from bendtorch.impl.combinators import Add2, Both, Fork, Id, Mul2, Residual, Seq, Tie
+from bendtorch.impl.optim import (CAdam, CAdamW, CMomentum, CSGD, adamw, beta_ok, cfg_check, cfg_ok, opt_at, opt_mat)
+from bendtorch.impl.protocol import (Bwd, ConfigError, Fwd, Layer, Loss, LossOut, Mat, MatSpec, NoMom, OneMom, Packed, PLeaf,
                            PNew, PNode, ShapeError, Step, TwoMom, mat_dump, mat_restore, mat_store, state_join,
                            state_split)
-from impl.train import Train, train_new, train_step
+from bendtorch.impl.train import Train, train_new, train_step
 
 F32 = np.float32
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-import impl
-from impl import llama, optim
-from impl.train import train_new, train_step
+from bendtorch import impl
+from bendtorch.impl import llama, optim
+from bendtorch.impl.train import train_new, train_step
 
 TINY_3_STEPS = "73922818d81a872ab726f773e0f1f83660876ad1bd6cf8634bd0239f239d225e"
 SMOL_2L_T32_1_STEP = "b8619f157722531ae52bbf3ad828110fde4724aead93fe5f77414accefb2a936"
@@ -42,8 +42,8 @@ def test_smol_two_layers_one_step_keeps_its_bits() -> None:
 def test_every_matmul_driver_gives_the_plain_order_bits() -> None:
     """The serial driver (small products), the parallel one (MB x JT tasks) and the big-B one (all rows per task,
     the tied head's dX) each against mm_plain, bit for bit, on odd sizes (ragged blocks, tiles and row groups)."""
-    from impl.bits import same_bits
-    from impl.kernels import matmul as M
+    from bendtorch.impl.bits import same_bits
+    from bendtorch.impl.kernels import matmul as M
 
     rng = np.random.default_rng(8)
     for m, k, n in [(5, 37, 19), (37, 93, 1100), (9, (M.BIG_B // 257) + 11, 257)]:
@@ -67,11 +67,11 @@ def test_serial_twins_give_the_parallel_kernels_bits() -> None:
     """Each kernel wrapped by impl.kernels.serial.sized: its serial twin (small arrays) and the parallel kernel
     (big arrays) on the same inputs, with NaN, infinities and signed zeros mixed in, give the same bits in every
     output array and the same returned value."""
-    from impl.kernels import elementwise as E
-    from impl.kernels import losses as LS
-    from impl.kernels import optim as O
-    from impl.kernels import rope as R
-    from impl.kernels import rows as RW
+    from bendtorch.impl.kernels import elementwise as E
+    from bendtorch.impl.kernels import losses as LS
+    from bendtorch.impl.kernels import optim as O
+    from bendtorch.impl.kernels import rope as R
+    from bendtorch.impl.kernels import rows as RW
 
     rng = np.random.default_rng(9)
     f32 = np.float32

@@ -3,7 +3,7 @@ of the tiny Llama leaves (bench/state_bytes.py; the README gives smol's figures)
 
 from __future__ import annotations
 
-from bench.state_bytes import measure
+from bendtorch.bench.state_bytes import measure
 
 
 def test_packed_bf16_state_is_half_of_f32_adams() -> None:

@@ -50,8 +50,8 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from impl.kernels import libm
-from impl.kernels.matmul import _block4
+from bendtorch.impl.kernels import libm
+from bendtorch.impl.kernels.matmul import _block4
 
 F = npt.NDArray[np.float32]
 F32 = np.float32

@@ -33,10 +33,10 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from impl.kernels.serial import sized
+from bendtorch.impl.kernels.serial import sized
 
-from impl.kernels import libm
-from impl.kernels.erf import erf32, erf_plain
+from bendtorch.impl.kernels import libm
+from bendtorch.impl.kernels.erf import erf32, erf_plain
 
 F = npt.NDArray[np.float32]
 F32 = np.float32

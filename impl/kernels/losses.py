@@ -36,11 +36,11 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from impl.kernels.serial import sized
+from bendtorch.impl.kernels.serial import sized
 
-from impl.kernels import libm
-from impl.kernels.elementwise import lib_map
-from impl.kernels.rows import row_max
+from bendtorch.impl.kernels import libm
+from bendtorch.impl.kernels.elementwise import lib_map
+from bendtorch.impl.kernels.rows import row_max
 
 F = npt.NDArray[np.float32]
 I = npt.NDArray[np.int64]

@@ -13,7 +13,7 @@ The fast kernel keeps the pass tree as a binary-counter stack (block b's partial
 b's low bits are 1; at the end the stack is folded from its smallest level up): the same additions on the same
 operands, checked bit for bit against `mm_plain`, which runs the passes literally.
 
-Why this order and KB = 16: measured with `.venv/bin/python -m bench.matmul --kb 8,16,32` (ulps of each float32
+Why this order and KB = 16: measured with `.venv/bin/python -m bendtorch.bench.matmul --kb 8,16,32` (ulps of each float32
 result against the oracle's exact product of the same float32 inputs, oracle.ulp.ulp_error; standard
 normal inputs, seed 0; torch 2.13 CPU with 2 threads, MKL sgemm):
 

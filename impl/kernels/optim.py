@@ -11,7 +11,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from impl.kernels.serial import sized
+from bendtorch.impl.kernels.serial import sized
 
 F = npt.NDArray[np.float32]
 F32 = np.float32

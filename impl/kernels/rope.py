@@ -20,9 +20,9 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from impl.kernels.serial import sized
+from bendtorch.impl.kernels.serial import sized
 
-from impl.kernels import libm
+from bendtorch.impl.kernels import libm
 
 F = npt.NDArray[np.float32]
 F32 = np.float32

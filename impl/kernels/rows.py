@@ -28,10 +28,10 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from impl.kernels.serial import sized
+from bendtorch.impl.kernels.serial import sized
 
-from impl.kernels import libm
-from impl.kernels.elementwise import lib_map
+from bendtorch.impl.kernels import libm
+from bendtorch.impl.kernels.elementwise import lib_map
 
 F = npt.NDArray[np.float32]
 F32 = np.float32

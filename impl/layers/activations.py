@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from impl.kernels import elementwise as K
-from impl.protocol import Bwd, Fwd, Layer, Mat, MatSpec, param_free
+from bendtorch.impl.kernels import elementwise as K
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, Mat, MatSpec, param_free
 
 ActLayer = Layer[None, Mat, Mat, Mat]
 

@@ -16,8 +16,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from impl.kernels import dropout as K
-from impl.protocol import (Bwd, Flat, Fwd, Layer, Loaded, Mat, MatSpec, Opt, OptState, ShapeError, Step)
+from bendtorch.impl.kernels import dropout as K
+from bendtorch.impl.protocol import (Bwd, Flat, Fwd, Layer, Loaded, Mat, MatSpec, Opt, OptState, ShapeError, Step)
 
 F32 = np.float32
 _M32 = 0xFFFFFFFF

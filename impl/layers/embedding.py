@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from impl.optim import opt_mat
-from impl.protocol import Bwd, Fwd, Ids, IdsSpec, Layer, Mat, MatSpec, mat_dump, mat_restore, mat_store
+from bendtorch.impl.optim import opt_mat
+from bendtorch.impl.protocol import Bwd, Fwd, Ids, IdsSpec, Layer, Mat, MatSpec, mat_dump, mat_restore, mat_store
 
 
 def _check_ids(name: str, ids: object, n: int, v: int) -> Ids:

@@ -18,9 +18,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from impl.kernels.matmul import add_row, col_sums_acc, matmul_nt, matmul_precise, matmul_tn_acc
-from impl.optim import opt_mat
-from impl.protocol import (Bwd, Flat, Fwd, Layer, Loaded, Mat, MatSpec, Opt, OptState, Step, mat_dump, mat_restore,
+from bendtorch.impl.kernels.matmul import add_row, col_sums_acc, matmul_nt, matmul_precise, matmul_tn_acc
+from bendtorch.impl.optim import opt_mat
+from bendtorch.impl.protocol import (Bwd, Flat, Fwd, Layer, Loaded, Mat, MatSpec, Opt, OptState, Step, mat_dump, mat_restore,
                            mat_store, state_join, state_map, state_split)
 
 

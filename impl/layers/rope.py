@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from impl.kernels import rope as K
-from impl.protocol import Bwd, Fwd, Layer, Mat, MatSpec, ShapeError, param_free
+from bendtorch.impl.kernels import rope as K
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, Mat, MatSpec, ShapeError, param_free
 
 F32 = np.float32
 

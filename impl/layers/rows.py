@@ -20,9 +20,9 @@ from typing import NamedTuple, cast
 
 import numpy as np
 
-from impl.kernels import rows as K
-from impl.optim import opt_mat
-from impl.protocol import (Bwd, Flat, Fwd, Layer, Loaded, Mat, MatSpec, Opt, OptState, Step, mat_dump, mat_restore,
+from bendtorch.impl.kernels import rows as K
+from bendtorch.impl.optim import opt_mat
+from bendtorch.impl.protocol import (Bwd, Flat, Fwd, Layer, Loaded, Mat, MatSpec, Opt, OptState, Step, mat_dump, mat_restore,
                            mat_store, param_free, state_join, state_map, state_split)
 
 F32 = np.float32

@@ -1,0 +1,68 @@
+"""Argument types and checks shared by every subcommand. A user's mistake is a `UsageError`: the command line prints
+it as one line on stderr and exits with code 2, before any work is done."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from pathlib import Path
+
+
+class UsageError(Exception):
+    """A bad argument, file or directory named by the user: one line on stderr, exit code 2, no traceback."""
+
+
+def int_in(lo: int, hi: int | None = None) -> "argparse._ActionType":  # type: ignore[name-defined]
+    """An argparse type: an integer in [lo, hi] (hi = None: no upper bound)."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if v < lo or (hi is not None and v > hi):
+            rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+            raise argparse.ArgumentTypeError(f"{v} is out of range: must be {rng}")
+        return v
+    parse.__name__ = "integer"
+    return parse
+
+
+def float_in(lo: float, hi: float, lo_open: bool = False) -> "argparse._ActionType":  # type: ignore[name-defined]
+    """An argparse type: a finite float in [lo, hi] ((lo, hi] with lo_open)."""
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not math.isfinite(v) or v > hi or v < lo or (lo_open and v == lo):
+            raise argparse.ArgumentTypeError(f"{text} is out of range: must be in {'(' if lo_open else '['}{lo}, {hi}]")
+        return v
+    parse.__name__ = "number"
+    return parse
+
+
+def writable_dir(path: Path, what: str = "--out") -> Path:
+    """Create path (and its parents) if missing and probe that a file can be written there; UsageError otherwise."""
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{what} {path}: exists and is not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".bendtorch-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise UsageError(f"{what} {path}: not writable ({e.strerror or e})") from None
+    return path
+
+
+def json_target(path: Path, what: str = "--json") -> Path:
+    """A JSON file to be written: its directory must exist and be writable; UsageError otherwise."""
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise UsageError(f"{what} {path}: is a directory, not a file")
+    if not parent.is_dir():
+        raise UsageError(f"{what} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"{what} {path}: directory {parent} is not writable")
+    return path
