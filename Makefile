@@ -24,7 +24,7 @@ test: typecheck lint-imports
 # mypy and import-linter read packages from the file system: they see the installed layout through a tree of links
 typecheck: $(BIN)/bendtorch
 	$(BIN)/python .ci/layout.py >/dev/null
-	MYPYPATH=build/layout $(BIN)/mypy -p bendtorch tests notebooks
+	MYPYPATH=build/layout $(BIN)/mypy build/layout/bendtorch tests notebooks
 
 lint-imports: $(BIN)/bendtorch
 	$(BIN)/python .ci/layout.py >/dev/null

@@ -66,5 +66,5 @@ def test_no_source_imports_a_folder_by_its_bare_name() -> None:
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
                      else [])
-            bad += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names if n.split(".")[0] in FOLDERS]
+            bad += [f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}: {n}" for n in names if n.split(".")[0] in FOLDERS]
     assert not bad, "\n".join(bad)

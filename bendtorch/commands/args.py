@@ -7,13 +7,14 @@ import argparse
 import math
 import os
 from pathlib import Path
+from typing import Callable
 
 
 class UsageError(Exception):
     """A bad argument, file or directory named by the user: one line on stderr, exit code 2, no traceback."""
 
 
-def int_in(lo: int, hi: int | None = None) -> "argparse._ActionType":  # type: ignore[name-defined]
+def int_in(lo: int, hi: int | None = None) -> Callable[[str], int]:
     """An argparse type: an integer in [lo, hi] (hi = None: no upper bound)."""
     def parse(text: str) -> int:
         try:
@@ -28,7 +29,7 @@ def int_in(lo: int, hi: int | None = None) -> "argparse._ActionType":  # type: i
     return parse
 
 
-def float_in(lo: float, hi: float, lo_open: bool = False) -> "argparse._ActionType":  # type: ignore[name-defined]
+def float_in(lo: float, hi: float, lo_open: bool = False) -> Callable[[str], float]:
     """An argparse type: a finite float in [lo, hi] ((lo, hi] with lo_open)."""
     def parse(text: str) -> float:
         try:
