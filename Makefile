@@ -28,7 +28,7 @@ typecheck: $(BIN)/bendtorch
 
 lint-imports: $(BIN)/bendtorch
 	$(BIN)/python .ci/layout.py >/dev/null
-	PYTHONPATH=build/layout $(BIN)/lint-imports --config pyproject.toml
+	cd build/layout && PYTHONPATH=. ../../$(BIN)/lint-imports --no-cache ../../pyproject.toml
 
 # The wheel, installed into a fresh environment outside the checkout, runs the main jobs from another directory.
 wheel-check: $(BIN)/bendtorch

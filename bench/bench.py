@@ -1,28 +1,24 @@
-"""`bendtorch bench`: one training step (forward, cross-entropy, backward, AdamW) of impl's Llama and of the same
-Llama in PyTorch (reference/torch_llama.py, float32), timed in the same process: 2 warm-up steps, then the median of
---repeats (>= 5) steps, for `tiny` (batch 4 x 16) and `smol` (batch 1 x 128, all 30 layers).
+"""The benchmark behind `bendtorch bench`: one training step (forward, cross-entropy, backward, AdamW) of impl's
+Llama and of the same Llama in PyTorch (reference/torch_llama.py, float32), timed in the same process: 2 warm-up
+steps, then the median of `repeats` (>= 5) steps, for `tiny` (batch 4 x 16) and `smol` (batch 1 x 128, all 30
+layers).
 
 Peak memory: the process's resident high-water mark (VmHWM) over each library's training steps (warm-ups and timed
 steps), reset once the library's model and optimizer are built and the other library's objects are freed (Linux's
 /proc/self/clear_refs "5"): each figure holds the model, its gradients, optimizer state and everything a step
-allocates, plus what both share (the interpreter, numpy, numba, torch). Before issue 8 the reset came before the
-build, and impl's figure also held a copy of the initial weights kept for PyTorch (540 MB for smol). Where VmHWM is
-not available, ru_maxrss (then cumulative: the second library's figure includes the first's).
+allocates, plus what both share (the interpreter, numpy, numba, torch); the reset comes after the build, so impl's
+figure holds no copy of the initial weights kept for PyTorch. Where VmHWM is not available, ru_maxrss (then
+cumulative: the second library's figure includes the first's).
 
-Also measured (issue 8's table): the time to the first training step of `tiny` in a fresh process, with a cold
-numba cache (an empty NUMBA_CACHE_DIR, so every kernel compiles) and then warm (the same directory again), as the
-wall time of the whole process (imports, compile or cache load, build, one step) and the time from the start of the
-build to the end of the first step; the full erf sweep's wall time, read from reports/results/erf/erf_sweep.json
-when it exists (the sweep is not rerun); with --laws, the wall time of `bendtorch laws --profile ci` (a subprocess).
-
-    bendtorch bench                       both models
-    bendtorch bench --models tiny --json bench.json
-    bendtorch bench --laws --state-bytes --json reports/results/bench.json
+Also measured: the time to the first training step of `tiny` in a fresh process, with a cold numba cache (an empty
+NUMBA_CACHE_DIR, so every kernel compiles) and then warm (the same directory again), as the wall time of the whole
+process (imports, compile or cache load, build, one step) and the time from the start of the build to the end of
+the first step; the full erf sweep's wall time, read from reports/results/erf/erf_sweep.json when it exists (the
+sweep is not rerun); with laws=True, the wall time of `bendtorch laws --profile ci` (a subprocess).
 """
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import os
@@ -35,24 +31,6 @@ import time
 from typing import Any, Callable
 
 import numpy as np
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--models", nargs="+", choices=("tiny", "smol"), default=["tiny", "smol"],
-                   help="which models (default: tiny smol)")
-    p.add_argument("--repeats", type=int, default=None,
-                   help="timed steps after the 2 warm-ups (>= 5; default 25 for tiny, whose steps take "
-                        "milliseconds and meet the noise of a shared machine, 5 for smol)")
-    p.add_argument("--layers", type=int, default=None, help="override smol's layer count (default: all 30)")
-    p.add_argument("--threads", type=int, default=None,
-                   help="threads for both libraries (numba and torch; default: each library's default)")
-    p.add_argument("--json", type=pathlib.Path, default=None, metavar="FILE", help="write the figures as JSON")
-    p.add_argument("--laws", action="store_true",
-                   help="also time `bendtorch laws --profile ci` in a subprocess (minutes)")
-    p.add_argument("--no-startup", action="store_true", help="skip the fresh-process first-step timings")
-    p.add_argument("--state-bytes", action="store_true",
-                   help="also measure the optimizer state's bytes after one smol step: F32 AdamW against packed "
-                        "BF16 moments (bench/state_bytes.py)")
 
 
 def _reset_peak() -> bool:
@@ -87,64 +65,50 @@ def _time(step: Callable[[], Any], repeats: int) -> tuple[float, list[float]]:
 
 
 def bench_model(name: str, repeats: int, layers: int | None) -> dict[str, Any]:
-    import torch
-
     from bendtorch import impl
-    from bendtorch.train_cmd import complement
-    from bendtorch.impl import llama, optim
-    from bendtorch.impl.train import train_new, train_step
-    from bendtorch.reference.torch_llama import TorchLlama
+    from bendtorch.impl import llama
+    from bendtorch.reference import trio
 
     changes = {"layers": layers} if (layers is not None and name == "smol") else {}
     cfg = llama.config(name, **changes)
     b = 4 if name == "tiny" else 1
-    lr, b1, b2, eps, wd = 1e-3, 0.9, 0.999, 1e-8, 0.01
-    ocfg = optim.CAdamW(np.float32(lr), np.float32(b1), np.float32(b2), np.float32(eps), np.float32(wd),
-                        np.float32(complement(b1)), np.float32(complement(b2)))
+    hp = trio.AdamWHP(lr=1e-3)
     rng = np.random.default_rng(0)
     x, y = llama.batch_at(rng.integers(0, cfg.vocab, size=10 * cfg.t), b, cfg.t, rng)
     out: dict[str, Any] = {"model": name, "batch": b, "t": cfg.t, "layers": cfg.layers, "repeats": repeats}
+    last = [0.0]
 
     # impl
     model = llama.build(impl, cfg, b)
-    p = model.init(0)
-    tr = [train_new(model.layer, ocfg, p)]
+    run: trio.Run = trio.impl_llama_run(model, hp.impl_cfg(), model.init(0))
     out["parameters"] = model.layer.count()
 
-    def impl_step() -> None:
-        tr[0] = train_step(model.layer, model.loss, ocfg, tr[0], x, y)
+    def step() -> None:
+        last[0] = run.step(x, y)
 
     gc.collect()
     _reset_peak()
-    med, ts = _time(impl_step, repeats)
-    out["impl"] = {"median_s": med, "times_s": ts, "peak_rss_mib": _peak_mib(), "loss": float(tr[0].loss)}
-    del tr, p
+    med, ts = _time(step, repeats)
+    out["impl"] = {"median_s": med, "times_s": ts, "peak_rss_mib": _peak_mib(), "loss": last[0]}
+    del run
 
     # PyTorch, from the same initial weights (initialised again from the same seed, so that impl's peak does not
-    # include a copy of them kept for PyTorch, nor PyTorch's the impl model)
+    # include a copy of them kept for PyTorch, nor PyTorch's the impl model); torch.optim's default loop, grads
+    # zeroed in place
     weights = llama.named(model.names, model.init(0))
     del model
-    tm = TorchLlama(cfg, weights, torch.float32)
+    run = trio.torch_llama_run(cfg, b, weights, hp, foreach=None, set_to_none=False)
     del weights
-    opt = torch.optim.AdamW(tm.params(), lr=lr, betas=(b1, b2), eps=eps, weight_decay=wd)
-    last = [0.0]
-
-    def torch_step() -> None:
-        opt.zero_grad(set_to_none=False)
-        loss, _ = tm.loss(x, y, b)
-        loss.backward()
-        opt.step()
-        last[0] = float(loss.detach())
-
     gc.collect()
     _reset_peak()
-    med, ts = _time(torch_step, repeats)
+    med, ts = _time(step, repeats)
+    import torch
     out["torch"] = {"median_s": med, "times_s": ts, "peak_rss_mib": _peak_mib(), "loss": last[0],
                     "threads": torch.get_num_threads()}
     out["ratio_impl_over_torch"] = out["impl"]["median_s"] / out["torch"]["median_s"]
     out["ratio_peak_rss_impl_over_torch"] = out["impl"]["peak_rss_mib"] / out["torch"]["peak_rss_mib"]
     out["tokens_per_step"] = b * cfg.t
-    del tm, opt
+    del run
     return out
 
 
@@ -208,7 +172,7 @@ def laws_ci_time() -> dict[str, Any]:
 
 
 def goals(res: dict[str, Any]) -> list[dict[str, Any]]:
-    """Issue 8's table: each goal, the figure measured in this run, and whether it is met."""
+    """The speed goals: each goal, the figure measured in this run, and whether it is met."""
     rows: list[dict[str, Any]] = []
     for r in res["results"]:
         if r["model"] == "tiny":
@@ -230,19 +194,21 @@ def goals(res: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def run(a: argparse.Namespace) -> int:
-    if a.repeats is not None and a.repeats < 5:
-        print("bendtorch bench: error: --repeats must be >= 5", file=sys.stderr)
-        return 2
+def bench(models: tuple[str, ...] = ("tiny", "smol"), repeats: int | None = None, layers: int | None = None,
+          threads: int | None = None, json_path: pathlib.Path | None = None, laws: bool = False,
+          startup: bool = True, state_bytes: bool = False) -> dict[str, Any]:
+    """Time and measure what the module's docstring says; print the table; write json_path (atomically) if given.
+    repeats >= 5 and threads >= 1 when given (ValueError otherwise)."""
+    if repeats is not None and repeats < 5:
+        raise ValueError(f"repeats must be >= 5, got {repeats}")
+    if threads is not None and threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
     import numba
     import torch
 
-    if a.threads is not None:
-        if a.threads < 1:
-            print("bendtorch bench: error: --threads must be >= 1", file=sys.stderr)
-            return 2
-        numba.set_num_threads(min(a.threads, numba.config.NUMBA_NUM_THREADS))
-        torch.set_num_threads(a.threads)
+    if threads is not None:
+        numba.set_num_threads(min(threads, int(getattr(numba.config, "NUMBA_NUM_THREADS"))))
+        torch.set_num_threads(threads)
     res: dict[str, Any] = {
         "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                     "cpus": os.cpu_count(), "numba_threads": numba.get_num_threads(),
@@ -252,16 +218,16 @@ def run(a: argparse.Namespace) -> int:
         "peak_rss_kind": "VmHWM per library" if _reset_peak() else "ru_maxrss (cumulative)",
         "results": []}
     print(f"{'model':6} {'impl s/step':>12} {'torch s/step':>13} {'ratio':>7} {'impl MiB':>9} {'torch MiB':>10}")
-    for name in a.models:
-        reps = a.repeats if a.repeats is not None else (25 if name == "tiny" else 5)
-        r = bench_model(name, reps, a.layers)
+    for name in models:
+        reps = repeats if repeats is not None else (25 if name == "tiny" else 5)
+        r = bench_model(name, reps, layers)
         res["results"].append(r)
         print(f"{name:6} {r['impl']['median_s']:12.4f} {r['torch']['median_s']:13.4f} "
               f"{r['ratio_impl_over_torch']:7.2f} {r['impl']['peak_rss_mib']:9.0f} {r['torch']['peak_rss_mib']:10.0f}",
               flush=True)
     print(f"(median of the timed steps (tiny 25, smol 5 unless --repeats) after 2 warm-ups: forward, cross-entropy, backward, AdamW; "
           f"peak RSS: {res['peak_rss_kind']})")
-    if not a.no_startup:
+    if startup:
         fs = first_step_times()
         res["first_step_fresh_process"] = fs
         print(f"first tiny step in a fresh process: cold cache {fs['cold_cache_process_s']:.1f} s "
@@ -271,13 +237,13 @@ def run(a: argparse.Namespace) -> int:
     res["erf_sweep"] = erf_sweep_time()
     if res["erf_sweep"] is not None:
         print(f"full erf sweep (saved run, {res['erf_sweep']['file']}): {res['erf_sweep']['seconds']:.0f} s")
-    if a.laws:
+    if laws:
         res["laws_ci"] = laws_ci_time()
         print(f"bendtorch laws --profile ci: {res['laws_ci']['seconds']:.0f} s (exit {res['laws_ci']['returncode']})",
               flush=True)
-    if a.state_bytes:
+    if state_bytes:
         from bendtorch.bench.state_bytes import measure
-        sb = measure("smol", a.layers)
+        sb = measure("smol", layers)
         res["optimizer_state_bytes"] = sb
         print(f"optimizer state after one smol step: F32 AdamW {sb['adamw_f32']:,} bytes, packed BF16 m "
               f"{sb['adamw_bf16_m']:,} ({sb['bf16_m_over_f32']:.3f}x), packed BF16 m and v {sb['adamw_bf16_mv']:,} "
@@ -286,8 +252,8 @@ def run(a: argparse.Namespace) -> int:
     res["goals"] = goals(res)
     for g in res["goals"]:
         print(f"  {g['work']:28} {g['goal']:28} {g['value']:9.3f}  {'met' if g['met'] else 'NOT met'}")
-    if a.json is not None:
-        a.json.parent.mkdir(parents=True, exist_ok=True)
-        a.json.write_text(json.dumps(res, indent=1))
-        print(f"wrote {a.json}")
-    return 0
+    if json_path is not None:
+        from bendtorch.impl.checkpoint import write_atomic
+        write_atomic(json_path, json.dumps(res, indent=1).encode())
+        print(f"wrote {json_path}")
+    return res

@@ -7,22 +7,32 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from bendtorch.commands.args import UsageError
 
-# name -> (module, one-line help)
+# name -> (command module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "report": ("bendtorch.reports.report", "run the reference comparisons and write report.json and REPORT.md"),
-    "erf-sweep": ("bendtorch.reports.erf_sweep", "check impl's erf against the exact erf on every float32 input"),
+    "report": ("bendtorch.commands.report", "run the reference comparisons and write report.json and REPORT.md"),
+    "erf-sweep": ("bendtorch.commands.erf_sweep", "check impl's erf against the exact erf on every float32 input"),
+    "sweep": ("bendtorch.commands.sweep", "check a float32 function of every library against its correctly rounded value"),
     "laws": ("bendtorch.commands.laws", "run the law suites (hypothesis) and print the law table"),
-    "train": ("bendtorch.train_cmd", "train the tiny or smol Llama with impl"),
-    "bench": ("bendtorch.bench.bench", "time one training step of impl and PyTorch in the same process"),
+    "train": ("bendtorch.commands.train", "train the tiny or smol Llama with impl"),
+    "bench": ("bendtorch.commands.bench", "time one training step of impl and PyTorch in the same process"),
 }
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr (`bendtorch train: error: ...`) and exit code 2;
+    `--help` gives the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="bendtorch",
         description="Verification-first research harness for BendTorch's float32 library: impl/ against the "
                     "float64 oracle and PyTorch, to the ulp.")
@@ -37,13 +47,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, or a bad argument already printed: the code, not an exception, to a caller
+        return e.code if isinstance(e.code, int) else 2
     mod = importlib.import_module(args._module)
     try:
         code: int = mod.run(args)
     except UsageError as e:
         print(f"bendtorch {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"bendtorch {args.command}: interrupted", file=sys.stderr)
+        return 130
     return code
 
 

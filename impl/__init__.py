@@ -10,7 +10,8 @@ optimizer configurations; impl.train the training step; impl.checkpoint the seed
 from __future__ import annotations
 
 from bendtorch.impl.combinators import Add2, Both, Fork, Id, Mul2, Residual, Seq, Tie, tree_add
-from bendtorch.impl.layers.activations import GELU, GELUErf, ReLU, SiLU, Sigmoid, Tanh
+from bendtorch.impl.layers import activations as _activations
+from bendtorch.impl.layers.activations import *  # noqa: F403  (every activation of the op table, by its name)
 from bendtorch.impl.layers.attention import Attention
 from bendtorch.impl.layers.dropout import DropP, Dropout
 from bendtorch.impl.layers.embedding import Embedding
@@ -27,7 +28,7 @@ DTYPE = __import__("numpy").float32
 
 __all__ = [
     "Add2", "Both", "Fork", "Id", "Mul2", "Residual", "Seq", "Tie", "tree_add",
-    "GELU", "GELUErf", "ReLU", "SiLU", "Sigmoid", "Tanh", "Attention", "DropP", "Dropout", "Embedding",
+    "Attention", "DropP", "Dropout", "Embedding",
     "Lin", "Linear", "LinearFirst", "LinearNB", "RoPE", "LN", "LayerNorm", "LogSoftmax", "RMSNorm", "Softmax",
     "CrossEntropy", "MSE", "NLL",
     "CAdam", "CAdamW", "CAdamWBF16", "CMomentum", "CSGD", "adam", "adamw", "beta_ok", "cfg_check", "cfg_ok",
@@ -35,3 +36,4 @@ __all__ = [
     "Bwd", "Fwd", "IdsSpec", "Layer", "Loss", "LossOut", "MatSpec", "PairSpec", "ShapeError", "Step",
     "Train", "train_new", "train_step", "DTYPE",
 ]
+__all__ += _activations.__all__

@@ -13,8 +13,9 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
+from bendtorch.impl.kernels.index import pair_span, source
 from bendtorch.impl.protocol import (Bwd, Flat, Fwd, Layer, Loaded, MatSpec, Opt, OptState, PairSpec, ShapeError, Spec,
-                           Step, param_free, state_join, state_split, structure_diff)
+                           Step, layer_name, param_free, state_join, state_split, structure_diff)
 
 P1 = TypeVar("P1")
 P2 = TypeVar("P2")
@@ -39,7 +40,7 @@ def _same_dtype(what: str, *ls: Layer[Any, Any, Any, Any]) -> type[np.floating[A
     d = ls[0].dtype
     for lay in ls[1:]:
         if lay.dtype != d:
-            raise ShapeError(f"{what}: {ls[0].name} works in {np.dtype(d).name} but {lay.name} in "
+            raise ShapeError(f"{what}: {ls[0].label} works in {np.dtype(d).name} but {lay.label} in "
                              f"{np.dtype(lay.dtype).name}; impl and oracle layers do not mix")
     return d
 
@@ -47,7 +48,7 @@ def _same_dtype(what: str, *ls: Layer[Any, Any, Any, Any]) -> type[np.floating[A
 def _meet(what: str, a: Layer[Any, Any, Any, Any], a_side: str, sa: Spec,
           b: Layer[Any, Any, Any, Any], b_side: str, sb: Spec) -> None:
     if sa != sb:
-        raise ShapeError(f"{what}: {a.name}'s {a_side} is {sa} but {b.name}'s {b_side} is {sb}")
+        raise ShapeError(f"{what}: {a.label}'s {a_side} is {sa} but {b.label}'s {b_side} is {sb}")
 
 
 def _cat(dtype: type[np.floating[Any]], xa: Flat, xb: Flat) -> Flat:
@@ -68,24 +69,62 @@ def tree_add(a: X, b: X) -> X:
     raise ShapeError(f"Fork: cannot add gradients of types {type(a).__name__} and {type(b).__name__}")
 
 
+# A pair's flat numbers: the first layer's at [a, b), the second's at [b, end), from pair_span (impl.kernels.index,
+# proved by laws/proofs.py to tile [off, off + count) without overlap). Its Python source runs here, on Python's
+# unbounded integers; a count is a U32 in the seed (main.bend line 838), so a pair of more than COUNT_MAX numbers is
+# refused where it is built, and the offsets never wrap.
+COUNT_MAX = 2**32 - 1
+_pair_span = source(pair_span)
+
+
+def _pair_count(la: Layer[Any, Any, Any, Any], lb: Layer[Any, Any, Any, Any]) -> int:
+    _, _, end = _pair_span(0, la.count(), lb.count())
+    if end > COUNT_MAX:
+        raise ShapeError(f"{la.label} and {lb.label} hold {la.count()} + {lb.count()} numbers, more than a layer's "
+                         f"count can (at most 2^32 - 1, the seed's U32, main.bend line 838)")
+    return end
+
+
+def _parts_end(what: str, la: Layer[Any, Any, Any, Any], lb: Layer[Any, Any, Any, Any], got: tuple[int, int],
+               want: tuple[int, int]) -> None:
+    if got != want:
+        raise ShapeError(f"{what}: {la.label} and {lb.label} ended at offsets {got}, their counts say {want}")
+
+
 def _pair_dump(la: Layer[P1, Any, Any, Any], lb: Layer[P2, Any, Any, Any],
                dtype: type[np.floating[Any]]) -> Callable[[tuple[P1, P2]], Flat]:
     """The first layer's numbers, then the second's (pair_dump, main.bend line 812)."""
-    return lambda p: _cat(dtype, la.dump(p[0]), lb.dump(p[1]))
+    _pair_count(la, lb)
+
+    def dump(p: tuple[P1, P2]) -> Flat:
+        a, b, end = _pair_span(0, la.count(), lb.count())
+        da, db = la.dump(p[0]), lb.dump(p[1])
+        _parts_end("dump", la, lb, (a + da.size, b + db.size), (b, end))
+        out = np.empty(end, dtype=dtype)
+        out[a:b] = da
+        out[b:end] = db
+        return out
+    return dump
 
 
 def _pair_load(la: Layer[P1, Any, Any, Any],
                lb: Layer[P2, Any, Any, Any]) -> Callable[[tuple[P1, P2], Flat, int], Loaded[tuple[P1, P2]]]:
     def load(p: tuple[P1, P2], xs: Flat, off: int) -> Loaded[tuple[P1, P2]]:
-        ra = la.load(p[0], xs, off)
-        rb = lb.load(p[1], xs, ra.off)
-        return Loaded((ra.p, rb.p), rb.off)
+        a, b, end = _pair_span(off, la.count(), lb.count())
+        ra = la.load(p[0], xs, a)
+        rb = lb.load(p[1], xs, b)
+        _parts_end("load", la, lb, (ra.off, rb.off), (b, end))
+        return Loaded((ra.p, rb.p), end)
     return load
 
 
 def _pair_store(la: Layer[P1, Any, Any, Any],
                 lb: Layer[P2, Any, Any, Any]) -> Callable[[tuple[P1, P2], Flat, int], int]:
-    return lambda p, xs, off: lb.store(p[1], xs, la.store(p[0], xs, off))
+    def store(p: tuple[P1, P2], xs: Flat, off: int) -> int:
+        a, b, end = _pair_span(off, la.count(), lb.count())
+        _parts_end("store", la, lb, (la.store(p[0], xs, a), lb.store(p[1], xs, b)), (b, end))
+        return end
+    return store
 
 
 def _pair_step(la: Layer[P1, Any, Any, Any],
@@ -127,9 +166,10 @@ def Seq(la: Layer[P1, X, Y, S1], lb: Layer[P2, Y, Z, S2]) -> Layer[tuple[P1, P2]
         r1 = la.bwd(p[0], s[0], r2.dx, g[0])
         return Bwd((r1.p, r2.p), r1.dx, (r1.g, r2.g))
 
-    return Layer(f"Seq({la.name}, {lb.name})", la.x_spec, lb.y_spec, dtype, fwd, bwd, _pair_step(la, lb),
-                 lambda: (la.zeros(), lb.zeros()), _pair_dump(la, lb, dtype), _pair_load(la, lb),
-                 _pair_store(la, lb), la.count() + lb.count(), (la, lb))
+    return Layer(name=f"Seq({la.name}, {lb.name})", x_spec=la.x_spec, y_spec=lb.y_spec, dtype=dtype, f_fwd=fwd,
+                 f_bwd=bwd, f_step=_pair_step(la, lb), f_zeros=lambda: (la.zeros(), lb.zeros()),
+                 f_dump=_pair_dump(la, lb, dtype), f_load=_pair_load(la, lb), f_store=_pair_store(la, lb),
+                 n_count=la.count() + lb.count(), children=(la, lb))
 
 
 def Fork(la: Layer[P1, X, Y1, S1], lb: Layer[P2, X, Y2, S2],
@@ -150,9 +190,11 @@ def Fork(la: Layer[P1, X, Y1, S1], lb: Layer[P2, X, Y2, S2],
         r1 = la.bwd(p[0], s[0], dy[0], g[0])
         return Bwd((r1.p, r2.p), add(r1.dx, r2.dx), (r1.g, r2.g))
 
-    return Layer(f"Fork({la.name}, {lb.name})", la.x_spec, PairSpec(la.y_spec, lb.y_spec), dtype, fwd, bwd,
-                 _pair_step(la, lb), lambda: (la.zeros(), lb.zeros()), _pair_dump(la, lb, dtype),
-                 _pair_load(la, lb), _pair_store(la, lb), la.count() + lb.count(), (la, lb))
+    return Layer(name=f"Fork({la.name}, {lb.name})", x_spec=la.x_spec, y_spec=PairSpec(la.y_spec, lb.y_spec),
+                 dtype=dtype, f_fwd=fwd, f_bwd=bwd, f_step=_pair_step(la, lb),
+                 f_zeros=lambda: (la.zeros(), lb.zeros()), f_dump=_pair_dump(la, lb, dtype),
+                 f_load=_pair_load(la, lb), f_store=_pair_store(la, lb), n_count=la.count() + lb.count(),
+                 children=(la, lb))
 
 
 def Both(la: Layer[P1, X1, Y1, S1],
@@ -171,9 +213,11 @@ def Both(la: Layer[P1, X1, Y1, S1],
         r1 = la.bwd(p[0], s[0], dy[0], g[0])
         return Bwd((r1.p, r2.p), (r1.dx, r2.dx), (r1.g, r2.g))
 
-    return Layer(f"Both({la.name}, {lb.name})", PairSpec(la.x_spec, lb.x_spec), PairSpec(la.y_spec, lb.y_spec),
-                 dtype, fwd, bwd, _pair_step(la, lb), lambda: (la.zeros(), lb.zeros()), _pair_dump(la, lb, dtype),
-                 _pair_load(la, lb), _pair_store(la, lb), la.count() + lb.count(), (la, lb))
+    return Layer(name=f"Both({la.name}, {lb.name})", x_spec=PairSpec(la.x_spec, lb.x_spec),
+                 y_spec=PairSpec(la.y_spec, lb.y_spec), dtype=dtype, f_fwd=fwd, f_bwd=bwd,
+                 f_step=_pair_step(la, lb), f_zeros=lambda: (la.zeros(), lb.zeros()),
+                 f_dump=_pair_dump(la, lb, dtype), f_load=_pair_load(la, lb), f_store=_pair_store(la, lb),
+                 n_count=la.count() + lb.count(), children=(la, lb))
 
 
 def Tie(la: Layer[P, X, Y, S1], lb: Layer[Q, Y, Z, S2],
@@ -187,7 +231,7 @@ def Tie(la: Layer[P, X, Y, S1], lb: Layer[Q, Y, Z, S2],
     _meet("Tie", lb, "output", lb.y_spec, lc, "input", lc.x_spec)
     e = structure_diff(lc.zeros(), la.zeros())
     if e is not None:
-        raise ShapeError(f"Tie: {la.name} and {lc.name} must share one parameter structure: {e}")
+        raise ShapeError(f"Tie: {la.label} and {lc.label} must share one parameter structure: {e}")
 
     def fwd(pq: tuple[P, Q], x: X) -> Fwd[tuple[P, Q], W, tuple[S1, S2, S3]]:
         r1 = la.fwd(pq[0], x)
@@ -201,9 +245,10 @@ def Tie(la: Layer[P, X, Y, S1], lb: Layer[Q, Y, Z, S2],
         r1 = la.bwd(r3.p, s[0], r2.dx, r3.g)
         return Bwd((r1.p, r2.p), r1.dx, (r1.g, r2.g))
 
-    return Layer(f"Tie({la.name}, {lb.name}, {lc.name})", la.x_spec, lc.y_spec, dtype, fwd, bwd,
-                 _pair_step(la, lb), lambda: (la.zeros(), lb.zeros()), _pair_dump(la, lb, dtype),
-                 _pair_load(la, lb), _pair_store(la, lb), la.count() + lb.count(), (la, lb, lc))
+    return Layer(name=f"Tie({la.name}, {lb.name}, {lc.name})", x_spec=la.x_spec, y_spec=lc.y_spec, dtype=dtype,
+                 f_fwd=fwd, f_bwd=bwd, f_step=_pair_step(la, lb), f_zeros=lambda: (la.zeros(), lb.zeros()),
+                 f_dump=_pair_dump(la, lb, dtype), f_load=_pair_load(la, lb), f_store=_pair_store(la, lb),
+                 n_count=la.count() + lb.count(), children=(la, lb, lc))
 
 
 def Add2(n: int, c: int, dtype: type[np.floating[Any]] = np.float32) -> Layer[None, tuple[M, M], M, None]:
@@ -218,7 +263,7 @@ def Add2(n: int, c: int, dtype: type[np.floating[Any]] = np.float32) -> Layer[No
         d2: Any = dy.copy()
         return Bwd(None, (dy, d2), None)
 
-    return param_free(f"Add2({n}x{c})", PairSpec(spec, spec), spec, dtype, fwd, bwd)
+    return param_free(layer_name("Add2", n, c), PairSpec(spec, spec), spec, dtype, fwd, bwd)
 
 
 def Mul2(n: int, c: int, dtype: type[np.floating[Any]] = np.float32) -> Layer[None, tuple[M, M], M, tuple[M, M]]:
@@ -234,13 +279,13 @@ def Mul2(n: int, c: int, dtype: type[np.floating[Any]] = np.float32) -> Layer[No
         db: Any = dy * s[0]
         return Bwd(None, (da, db), None)
 
-    return param_free(f"Mul2({n}x{c})", PairSpec(spec, spec), spec, dtype, fwd, bwd)
+    return param_free(layer_name("Mul2", n, c), PairSpec(spec, spec), spec, dtype, fwd, bwd)
 
 
 def Residual(f: Layer[P, M, M, S]) -> Layer[tuple[tuple[None, P], None], M, M, tuple[tuple[None, S], None]]:
     """y = x + f(x), for any layer f from n x c to n x c: Seq(Fork(Id, f), Add2) (main.bend line 2117)."""
     if not isinstance(f.x_spec, MatSpec) or f.x_spec != f.y_spec:
-        raise ShapeError(f"Residual: {f.name} must map a matrix to one of the same shape, it maps "
+        raise ShapeError(f"Residual: {f.label} must map a matrix to one of the same shape, it maps "
                          f"{f.x_spec} to {f.y_spec}")
     n, c = f.x_spec.r, f.x_spec.c
     ident: Layer[None, M, M, None] = Id(f.x_spec, f.dtype)

@@ -1,4 +1,4 @@
-"""Interchange with PyTorch and Hugging Face (issue 4): a Llama's parameters as a state dict under Hugging Face's
+"""Interchange with PyTorch and Hugging Face: a Llama's parameters as a state dict under Hugging Face's
 LlamaForCausalLM names, and as a safetensors file; both read back.
 
 Names and shapes are Hugging Face's: `model.embed_tokens.weight` (V x d), `model.layers.{i}.self_attn.{q,k,v,o}_proj
@@ -18,7 +18,7 @@ that make tensors.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -63,7 +63,9 @@ def save_safetensors(model: Model, p: Any, path: str | os.PathLike[str]) -> None
     write_atomic(path, save(state_dict(model, p, with_head=False), metadata={"format": "pt"}))
 
 
-def _as_f32(name: str, v: Any, where: str) -> npt.NDArray[np.float32]:
+def _as_f32(name: Any, v: Any, where: str) -> npt.NDArray[np.float32]:
+    if not isinstance(name, str):
+        raise InterchangeError(f"{where}a tensor's name must be a string, found {type(name).__name__} {name!r}")
     if hasattr(v, "detach"):  # a torch tensor: widen bf16/fp16 in torch, which numpy cannot hold
         import torch
         if v.dtype in (torch.bfloat16, torch.float16):
@@ -73,7 +75,7 @@ def _as_f32(name: str, v: Any, where: str) -> npt.NDArray[np.float32]:
     if a.dtype == np.float16:
         a = a.astype(F32)
     if a.dtype != F32:
-        raise InterchangeError(f"{where}{name}: expected float32 (or float16 / bfloat16, widened exactly), found "
+        raise InterchangeError(f"{where}{name!r}: expected float32 (or float16 / bfloat16, widened exactly), found "
                                f"{a.dtype}")
     return a
 
@@ -83,21 +85,21 @@ def load_state_dict(model: Model, sd: dict[str, Any], where: str = "") -> Any:
     Face's names. Every name and shape is checked first; nothing is built from a dict that does not fit."""
     want = named(model.names, model.layer.zeros())
     got = {k: _as_f32(k, v, where) for k, v in sd.items()}
-    missing = [k for k in want if k not in got]
+    missing = [repr(k) for k in want if k not in got]
     if missing:
         raise InterchangeError(f"{where}missing tensor{'s' if len(missing) > 1 else ''}: {', '.join(missing[:5])}"
                                + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
-    extra = [k for k in got if k not in want and k != HEAD]
+    extra = [repr(k) for k in got if k not in want and k != HEAD]
     if extra:
         raise InterchangeError(f"{where}unexpected tensor{'s' if len(extra) > 1 else ''} (not a parameter of "
                                f"{model.cfg.name}): {', '.join(extra[:5])}")
     for name, z in want.items():
         a = got[name]
         if a.shape != _hf_shape(name, z) and a.shape != z.shape:
-            raise InterchangeError(f"{where}{name}: expected shape {_hf_shape(name, z)}, found {a.shape}")
+            raise InterchangeError(f"{where}{name!r}: expected shape {_hf_shape(name, z)}, found {a.shape}")
     if HEAD in got:
         if got[HEAD].shape != got[EMBED].shape or not np.array_equal(got[HEAD], got[EMBED]):
-            raise InterchangeError(f"{where}{HEAD}: the LM head is tied to {EMBED} in this model, but the tensor "
+            raise InterchangeError(f"{where}{HEAD!r}: the LM head is tied to {EMBED} in this model, but the tensor "
                                    f"differs from it")
     p = model.layer.zeros()
     for name, z in named(model.names, p).items():
@@ -105,16 +107,40 @@ def load_state_dict(model: Model, sd: dict[str, Any], where: str = "") -> Any:
     return p
 
 
+# safetensors' dtype names -> how their little-endian bytes become float32 exactly
+_WIDEN = {"F32": "float32", "F16": "float16 (widened exactly)", "BF16": "bfloat16 (widened exactly)"}
+
+
+def _st_tensor(name: str, info: dict[str, Any], where: str) -> npt.NDArray[np.float32]:
+    """One tensor of a safetensors file as float32: F32 as is, F16 and BF16 widened exactly (a bfloat16 is the
+    high half of the float32 with the same value); any other dtype refused, naming it."""
+    dt, shape, data = info.get("dtype"), tuple(info.get("shape", ())), bytes(info.get("data", b""))
+    if dt == "F32":
+        a = np.frombuffer(data, dtype="<f4").astype(F32)
+    elif dt == "F16":
+        a = np.frombuffer(data, dtype="<f2").astype(F32)
+    elif dt == "BF16":
+        a = (np.frombuffer(data, dtype="<u2").astype(np.uint32) << np.uint32(16)).view(F32)
+    else:
+        raise InterchangeError(f"{where}{name!r}: dtype {dt}; expected one of {', '.join(_WIDEN)} (a wider float "
+                               f"would be rounded, an integer is not a parameter)")
+    if a.size != int(np.prod(shape, dtype=np.int64)):
+        raise InterchangeError(f"{where}{name!r}: {a.size} numbers for shape {shape}")
+    return a.reshape(shape)
+
+
 def load_safetensors(model: Model, path: str | os.PathLike[str]) -> Any:
-    """Parameters from a safetensors file in Hugging Face's naming (see load_state_dict)."""
-    from safetensors.numpy import load
+    """Parameters from a safetensors file in Hugging Face's naming (see load_state_dict). Float32, float16 and
+    bfloat16 tensors are read (the last two widened exactly); the header is parsed by the safetensors package."""
+    from safetensors import deserialize
     name = os.fspath(path)
     try:
         raw = open(name, "rb").read()
     except OSError as e:
         raise InterchangeError(f"{name}: cannot read: {e.strerror}") from e
     try:
-        sd = load(raw)
+        items = cast(Callable[[bytes], list[tuple[str, dict[str, Any]]]], deserialize)(raw)
     except Exception as e:  # safetensors raises its own error types for a malformed header
-        raise InterchangeError(f"{name}: not a safetensors file: {e}") from e
-    return load_state_dict(model, sd, where=f"{name}: ")
+        raise InterchangeError(f"{name}: not a safetensors file: {e}") from None
+    where = f"{name}: "
+    return load_state_dict(model, {k: _st_tensor(k, info, where) for k, info in items}, where=where)

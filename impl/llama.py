@@ -1,4 +1,4 @@
-"""A decoder-only Llama built from the combinators alone (issue 3; the seed's tiny Llama, main.bend lines 2120-2742
+"""A decoder-only Llama built from the combinators alone (the seed's tiny Llama, main.bend lines 2120-2742
 for RoPE and Attention, 1942-2118 for the combinators).
 
     Tie(Embedding(n, V, d),
@@ -15,8 +15,8 @@ for RoPE and Attention, 1942-2118 for the combinators).
     loss = CrossEntropy(n, V)
 
 n = b*t rows: b sequences of t tokens. The same description builds impl's model (float32) or the oracle's
-(its own dtype): `build(lib, cfg, b)` takes the library, a module (`impl` or `oracle`) or any object with the
-constructors as attributes (LinearNB, Embedding, RMSNorm, SiLU, RoPE, Attention, CrossEntropy).
+(its own dtype): `build(lib, cfg, b)` takes the library, `bendtorch.impl` or `bendtorch.oracle` (or any object with
+the constructors as attributes: LinearNB, Embedding, RMSNorm, SiLU, RoPE, Attention, CrossEntropy).
 
 Initialization (`Model.init(seed)`), as Hugging Face's LlamaPreTrainedModel: every Linear and the embedding
 normal(0, 0.02), every RMSNorm gain 1; drawn in float32 from numpy's PCG64 in construction order, so a seed gives the
@@ -26,9 +26,7 @@ same weights everywhere. `Model.names` gives Hugging Face's parameter names (`mo
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, replace
-from types import ModuleType
 from typing import Any, Callable
 
 import numpy as np
@@ -92,43 +90,6 @@ def config(name: str, **changes: Any) -> LlamaCfg:
     cfg = replace(CONFIGS[name], **changes) if changes else CONFIGS[name]
     cfg.check()
     return cfg
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The library's constructors
-# ---------------------------------------------------------------------------------------------------------------
-
-_SUBMODULES = ("", ".layers", ".layers.linear", ".layers.embedding", ".layers.activations", ".layers.rows",
-               ".layers.attention", ".layers.rope", ".losses", ".linear", ".embedding", ".activations", ".rows",
-               ".attention", ".rope")
-_NAMES = ("LinearNB", "Embedding", "RMSNorm", "SiLU", "RoPE", "Attention", "CrossEntropy")
-
-
-class Lib:
-    """The constructors the builder needs, found in a library module or its submodules (impl.layers.linear, ...)."""
-
-    def __init__(self, lib: Any) -> None:
-        self.found: dict[str, Callable[..., Any]] = {}
-        for name in _NAMES:
-            f = getattr(lib, name, None)
-            if f is None and isinstance(lib, ModuleType):
-                for sub in _SUBMODULES:
-                    try:
-                        mod = importlib.import_module(lib.__name__ + sub)
-                    except ImportError:
-                        continue
-                    f = getattr(mod, name, None)
-                    if f is not None:
-                        break
-            if f is None:
-                raise ImportError(f"the library {getattr(lib, '__name__', lib)!r} has no {name}")
-            self.found[name] = f
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        try:
-            return self.found[name]
-        except KeyError:
-            raise AttributeError(name) from None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -204,7 +165,7 @@ class Model:
 def build(lib: Any, cfg: LlamaCfg, b: int) -> Model:
     """The Llama of `cfg` for batches of b sequences, built from `lib`'s constructors and the combinators."""
     cfg.check()
-    L = Lib(lib)
+    L = lib
     t, d, V, h, kv, hd, ffn = cfg.t, cfg.d, cfg.vocab, cfg.heads, cfg.kv_heads, cfg.hd, cfg.ffn
     n, w, kvw, half = b * t, cfg.heads * cfg.hd, cfg.kv_heads * cfg.hd, cfg.hd // 2
     sc = F32(1.0) / np.sqrt(F32(hd))

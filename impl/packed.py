@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from bendtorch.impl.kernels import packed as K
+from bendtorch.impl.kernels.index import n_words
 from bendtorch.impl.protocol import Adam, Mat, Packed, PLeaf, PLeafV, PNew, PTree, Step
 
 F32 = np.float32
@@ -14,7 +15,7 @@ F32 = np.float32
 
 def ph_words(n: int) -> np.ndarray[tuple[int], np.dtype[np.uint32]]:
     """The words of n packed values, ceil(n / 2), zeros (BF16 0x0000 is +0.0) (ph_words, line 383)."""
-    return np.zeros((n + 1) // 2, np.uint32)
+    return np.zeros(n_words(n), np.uint32)
 
 
 def ph_new(n: int, v16: bool) -> PTree:
@@ -50,18 +51,16 @@ def f32_of_bf16(h: np.ndarray[tuple[int], np.dtype[np.uint32]]) -> Mat:
 
 def bf16_pack(h: np.ndarray[tuple[int], np.dtype[np.uint32]]) -> np.ndarray[tuple[int], np.dtype[np.uint32]]:
     """n BF16 values (bits in uint32) into ceil(n / 2) words, element 2k in the low half of word k (line 52)."""
-    h = np.asarray(h, np.uint32) & np.uint32(0xFFFF)
-    words = ph_words(h.size)
-    words[: (h.size + 1) // 2] = h[0::2]
-    words[: h.size // 2] |= h[1::2] << np.uint32(16)
-    return words
+    h = np.ascontiguousarray(np.asarray(h, np.uint32) & np.uint32(0xFFFF)).reshape(-1)
+    out: np.ndarray[tuple[int], np.dtype[np.uint32]] = K.pack_words(h)
+    return out
 
 
 def bf16_unpack(words: np.ndarray[tuple[int], np.dtype[np.uint32]],
                 n: int) -> np.ndarray[tuple[int], np.dtype[np.uint32]]:
     """The n BF16 values (bits in uint32) of packed words: bf16_pack's inverse."""
-    w = np.asarray(words, np.uint32)
-    out = np.zeros(n, np.uint32)
-    out[0::2] = w[: (n + 1) // 2] & np.uint32(0xFFFF)
-    out[1::2] = w[: n // 2] >> np.uint32(16)
+    w = np.ascontiguousarray(words, np.uint32).reshape(-1)
+    if n < 0 or w.size < n_words(n):
+        raise ValueError(f"bf16_unpack: {n} values need {n_words(max(n, 0))} words, got {w.size}")
+    out: np.ndarray[tuple[int], np.dtype[np.uint32]] = K.unpack_words(w, n)
     return out

@@ -35,14 +35,6 @@ class Train(Generic[P]):
     p2: np.float32
     loss: np.float32
 
-    @staticmethod
-    def new(m: Layer[P, Any, Any, Any], cfg: OptCfg, p: P) -> "Train[P]":
-        return train_new(m, cfg, p)
-
-    @staticmethod
-    def step(m: Layer[P, X, Y, S], loss: Loss[Y, T], cfg: OptCfg, tr: "Train[P]", x: X, t: T) -> "Train[P]":
-        return train_step(m, loss, cfg, tr, x, t)
-
 
 def q_start(ok: bool) -> np.float32:
     """1 - b^t starts at 0; a configuration cfg_ok rejects starts at NaN (main.bend line 906)."""
@@ -54,7 +46,7 @@ def train_new(m: Layer[P, Any, Any, Any], cfg: OptCfg, p: P) -> Train[P]:
     g = m.zeros()
     e = structure_diff(p, g)
     if e is not None:
-        raise ShapeError(f"Train.new: the parameters do not fit {m.name}: {e}")
+        raise ShapeError(f"Train.new: the parameters do not fit {m.label}: {e}")
     q = q_start(cfg_ok(cfg))
     return Train(p, g, state_new(cfg, m.zeros), q, q, F32(0.0))
 
@@ -69,3 +61,4 @@ def train_step(m: Layer[P, X, Y, S], loss: Loss[Y, T], cfg: OptCfg, tr: Train[P]
     q2 = F32(tr.p2 + F32(cfg_c2(cfg) * F32(F32(1.0) - tr.p2)))
     r = m.step(opt_at(cfg, q1, q2), b.p, b.g, tr.st)
     return Train(r.p, r.g, r.st, q1, q2, F32(lo.loss))
+

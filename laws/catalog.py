@@ -18,6 +18,7 @@ import bendtorch.impl as L
 from bendtorch.impl.layers.dropout import DropP
 from bendtorch.impl.layers.linear import Lin
 from bendtorch.impl.layers.rows import LN
+from bendtorch.impl.ops import IMPL_OPS
 from bendtorch.impl.protocol import IdsSpec, Layer, MatSpec, PairSpec, Spec
 from bendtorch.laws.strategies import fill_bits, fill_rng
 
@@ -121,8 +122,9 @@ def _none(src: Src) -> None:
 # The entries
 # ---------------------------------------------------------------------------------------------------------------
 
-ACTS = {"ReLU": L.ReLU, "Sigmoid": L.Sigmoid, "Tanh": L.Tanh, "SiLU": L.SiLU, "GELU": L.GELU,
-        "GELUErf": L.GELUErf, "Softmax": L.Softmax, "LogSoftmax": L.LogSoftmax}
+# the parameter-free layers of one shape n x d -> n x d: every activation of the op table, Softmax and LogSoftmax
+ACTS: dict[str, Callable[[int, int], Layer[None, Any, Any, Any]]] = {
+    **{o.name: o.make for o in IMPL_OPS if o.kind == "activation"}, "Softmax": L.Softmax, "LogSoftmax": L.LogSoftmax}
 
 
 def linear(kind: str, n: int, i: int, o: int) -> Built:
@@ -203,7 +205,7 @@ def same_shape(draw: Any, n: int, d: int, depth: int) -> Built:
     if k == "Id":
         return Built(k, L.Id(MatSpec(n, d)), _none)
     if k == "RoPE":
-        r = draw(rope(n, d))
+        r: Built | None = draw(rope(n, d))
         assert r is not None
         return r
     if k == "Residual":
@@ -232,9 +234,8 @@ def small_llama(b: int) -> Built:
     return Built("Llama", m.layer, lambda s: m.init(s.u32() & 0xFFFF), cfg.vocab)
 
 
-KINDS = ["Linear", "LinearFirst", "LinearNB", "ReLU", "Sigmoid", "Tanh", "SiLU", "GELU", "GELUErf", "Softmax",
-         "LogSoftmax", "RMSNorm", "LayerNorm", "Dropout", "Embedding", "RoPE", "Attention", "Id", "Seq", "Fork",
-         "Both", "Tie", "Add2", "Mul2", "Residual", "Llama"]
+# every layer and combinator of impl's op table (impl.ops.IMPL_OPS), and a small Llama
+KINDS = [o.name for o in IMPL_OPS if o.kind != "loss"] + ["Llama"]
 
 
 @st.composite
@@ -271,7 +272,7 @@ def of_kind(draw: Any, kind: str) -> Built:
     if kind == "Embedding":
         return Built(kind, L.Embedding(n, o, d), lambda s: s.mat(o, d), o)
     if kind == "RoPE":
-        r = draw(rope(n, 2 * d))
+        r: Built | None = draw(rope(n, 2 * d))
         assert r is not None
         return r
     if kind == "Attention":

@@ -22,6 +22,22 @@ for _name, _n in PROFILES.items():
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--profile", default=None, choices=sorted(PROFILES),
                      help="hypothesis profile for the law suites (ci, dev, deep)")
+    parser.addoption("--target", default="impl", choices=["impl", "torch", "jax"],
+                     help="the library the conformance laws (test_targets.py) are held against; default impl")
+    parser.addoption("--device", default="cpu", choices=["cpu", "cuda"], help="the target's device (torch only)")
+    parser.addoption("--tf32", default="off", choices=["off", "on"], help="TF32 matmuls on cuda (torch only)")
+
+
+@pytest.fixture(scope="session")
+def target(request: pytest.FixtureRequest) -> Any:
+    """The conformance target adapter chosen by --target/--device/--tf32; a target that cannot run here (library
+    missing, no GPU) makes every conformance law "not run" with the reason."""
+    from bendtorch.laws.targets import NotRun, load
+    opt = request.config.getoption
+    try:
+        return load(opt("--target"), opt("--device"), opt("--tf32") == "on")
+    except NotRun as e:
+        pytest.skip(f"not run: {e}")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -14,21 +14,51 @@ PROFILES = {"ci": 20, "dev": 200, "deep": 2000}
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+# How strongly a law is known: proved by z3 for every value within its stated bounds (laws/proofs.py), checked on
+# every input (exhaustive), or sampled (hypothesis's examples, counted per run).
+STRENGTHS = ("proved", "exhaustive", "sampled")
+
+
 @dataclass(frozen=True)
 class LawInfo:
     family: str
     name: str
     holds: str  # "bit for bit" or "within <bound>"
+    strength: str = "sampled"  # one of STRENGTHS
+
+
+def strength_text(info: LawInfo, examples: int) -> str:
+    """The strength as the law table prints it."""
+    if info.strength == "proved":
+        return "proved (z3)"
+    if info.strength == "exhaustive":
+        return "exhaustive (every input)"
+    return f"sampled (hypothesis, {examples} examples)"
 
 
 LAWS: dict[str, LawInfo] = {}
 EXAMPLES: Counter[str] = Counter()
+# the last failing example of each law, as its LawFailure recorded it: hypothesis replays the shrunk (smallest)
+# example last, so this is the counterexample `bendtorch laws --json` reports
+COUNTEREXAMPLES: dict[str, dict[str, Any]] = {}
 
 
-def law(family: str, name: str, holds: str = "bit for bit") -> Callable[[F], F]:
+class LawFailure(AssertionError):
+    """A law does not hold on this example; `record` says how to reproduce it (shapes, inputs, both results'
+    bits) in a form JSON can hold."""
+
+    def __init__(self, message: str, record: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.record = record
+
+
+def law(family: str, name: str, holds: str = "bit for bit", strength: str = "sampled") -> Callable[[F], F]:
+    if strength not in STRENGTHS:
+        raise ValueError(f"law {family}/{name}: strength must be one of {STRENGTHS}, got {strength!r}")
+
     def deco(fn: F) -> F:
         key = f"{fn.__module__}::{fn.__name__}"
-        LAWS[key] = LawInfo(family, name, holds)
+        LAWS[key] = LawInfo(family, name, holds, strength)
 
         # @law sits above @given: count the examples by wrapping hypothesis's inner test (the hook hypothesis
         # documents for runners that wrap each example)
@@ -39,7 +69,11 @@ def law(family: str, name: str, holds: str = "bit for bit") -> Callable[[F], F]:
             @functools.wraps(orig)
             def counted(*args: Any, **kwargs: Any) -> Any:
                 EXAMPLES[key] += 1
-                return orig(*args, **kwargs)
+                try:
+                    return orig(*args, **kwargs)
+                except LawFailure as e:
+                    COUNTEREXAMPLES[key] = e.record
+                    raise
 
             hyp.inner_test = counted
             return fn
@@ -53,7 +87,7 @@ def law(family: str, name: str, holds: str = "bit for bit") -> Callable[[F], F]:
     return deco
 
 
-def scaled(div: int) -> Any:
+def scaled(div: int) -> Callable[[F], F]:
     """Hypothesis settings with the loaded profile's examples divided by div (at least 2), for laws whose one example
     is costly (a training step on two numba threads): ci and deep keep their ratio of 100."""
     from hypothesis import settings

@@ -2,38 +2,15 @@
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from bendtorch.impl.packed import bf16_of_f32, bf16_pack, bf16_unpack, f32_of_bf16
 from bendtorch.laws.registry import law
+from bendtorch.laws.verdict import exact_rne
 
 F32 = np.float32
-
-
-def exact_rne(u: int) -> int:
-    """The BF16 bits nearest to the float32 with bits u, ties to the even last bit, computed with exact rationals
-    from the definition (overflow to infinity where the nearest value would be 2^128 or beyond)."""
-    sign, mag = u & 0x80000000, u & 0x7FFFFFFF
-    down = mag & 0xFFFF0000
-    up = down + 0x10000
-
-    def val(b: int) -> Fraction:
-        if b >= 0x7F800000:
-            return Fraction(2) ** 128
-        return Fraction(float(np.array([b], np.uint32).view(F32)[0]))
-
-    x, lo, hi = val(mag), val(down), val(up)
-    if x - lo < hi - x:
-        r = down
-    elif x - lo > hi - x:
-        r = up
-    else:
-        r = down if (down >> 16) & 1 == 0 else up
-    return (sign | r) >> 16
 
 
 @law("bf16", "round_to_nearest_even", "bit for bit")

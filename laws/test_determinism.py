@@ -34,7 +34,7 @@ CFGS: dict[str, Any] = {
 def run(b: int, seed: int, cfg_name: str, steps: int, threads: int) -> tuple[Any, Any]:
     """`steps` training steps of tiny at batch b from seed's weights and tokens, on `threads` numba threads: the
     whole training state's words (train_dump) and the losses' words."""
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(min(threads, int(getattr(numba.config, "NUMBA_NUM_THREADS"))))
     m = build(impl, config("tiny"), b)
     cfg = CFGS[cfg_name]
     tr = train_new(m.layer, cfg, m.init(seed & 0xFFFF))

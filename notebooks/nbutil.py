@@ -1,40 +1,36 @@
-"""Helpers for the error-analysis notebooks (notebooks/0*.ipynb, issue 7). Import it first in a notebook:
+"""Helpers for the error-analysis notebooks (notebooks/0*.py, each paired with its .ipynb). Import it first:
 
     import nbutil as U
 
-Importing it puts the project root on sys.path (so `impl`, `oracle`, `reference` and `reports` import from a clone
-without an install) and, unless the caller set it, runs numba's parallel kernels on one thread
-(NUMBA_NUM_THREADS=1): the notebooks' arrays are small, and on a shared 2-core machine numba's thread pool costs
-100x more than it saves on a tiny Llama step. impl's kernels give the same bits on any thread count, so the figures
-do not change. PyTorch runs float32 on 2 threads (reference.torch_ref.torch_mod).
+Importing it runs numba's parallel kernels on one thread unless the caller set NUMBA_NUM_THREADS: the notebooks'
+arrays are small, and on a shared 2-core machine numba's thread pool costs 100x more than it saves on a tiny Llama
+step. impl's kernels give the same bits on any thread count, so the figures do not change. PyTorch runs float32 on
+2 threads (reference.torch_ref.torch_mod).
 
+The notebooks take from the library what the library has (training impl, the oracle and PyTorch from the same
+weights, drift and distributions over seeds: bendtorch.reference.trio; the Adam c2 study: reference.adam_c2).
 What lives here (nothing in impl/ is changed):
 - sizes: `size()` reads BENDTORCH_NB_SIZE ("small", the default and CI's, or "full");
+- `banner()`, `verdict(v)`: the first and the last lines every notebook prints; `finding(name)`: a measured result
+  committed under reports/results/findings/ (the command that made it is inside);
 - the variants the seed replaced, written as numba kernels in the seed's float32 order so that impl can be set beside
   them: cross-entropy with a running float32 sum of exponentials (`ce_rows_running`), cross-entropy's old pick
   loss - log(max(p[y], 1e-12)) (`ce_rows_oldpick`), a running float32 sum (`running_sum`), and RMSNorm / LayerNorm
   whose row sums are pairwise (impl's tree_sum order) instead of left to right (`rms_fwd_pairwise`,
   `ln_fwd_pairwise`);
-- training of impl's tiny Llama (impl.llama) under impl (any optimizer configuration), under the oracle (float64)
-  and under PyTorch (torch.optim.AdamW, foreach=False), from the same weights and batches, recording the parameters
-  after every step (`train_impl`, `train_oracle`, `train_torch`) and their drift from float64 (`drift`);
 - `normwise_u(x, exact)`: max |x - exact| / max |exact| in units of u = 2^-24.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
-import sys
 import time
-from pathlib import Path
-from typing import Any, Callable, Sequence
+from importlib import resources
+from typing import Any
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
-
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
@@ -57,6 +53,28 @@ def size() -> str:
     if s not in ("small", "full"):
         raise ValueError(f"BENDTORCH_NB_SIZE must be small or full, got {s!r}")
     return s
+
+
+def banner() -> Any:
+    """torch (float32, 2 threads), after printing its version, its threads and the notebook's size."""
+    t = torch()
+    print("torch", t.__version__, "threads", t.get_num_threads(), "| size:", size())
+    return t
+
+
+def verdict(v: dict[str, Any]) -> None:
+    """The verdict, printed, then again as one JSON line (tests/test_notebooks.py reads it)."""
+    print(v)
+    print("VERDICT_JSON", json.dumps(v))
+
+
+def finding(name: str) -> dict[str, Any] | None:
+    """reports/results/findings/<name>.json (a measured result with the command that made it), or None."""
+    p = resources.files("bendtorch.reports").joinpath("results", "findings", name + ".json")
+    if not p.is_file():
+        return None
+    r: dict[str, Any] = json.loads(p.read_text())
+    return r
 
 
 def torch() -> Any:
@@ -97,12 +115,6 @@ def running_sum(a: F) -> np.float32:
     return s
 
 
-def tree_sum(a: F) -> np.float32:
-    """impl's tree_sum (main.bend line 2808), on a copy."""
-    sc = np.array(a, dtype=F32, copy=True).reshape(-1)
-    return F32(tree_sum_inplace(sc, sc.size))
-
-
 @numba.njit(cache=True)
 def squares_running(x: F) -> np.float32:
     """sum of x[k]*x[k], left to right from +0.0 (ssq's order, main.bend line 1562)."""
@@ -110,15 +122,6 @@ def squares_running(x: F) -> np.float32:
     for k in range(x.size):
         s = s + x[k] * x[k]
     return s
-
-
-@numba.njit(cache=True)
-def squares_tree(x: F) -> np.float32:
-    """sum of x[k]*x[k] by tree_sum (main.bend line 2808), each square rounded to float32 first."""
-    q = np.empty(x.size, dtype=np.float32)
-    for k in range(x.size):
-        q[k] = x[k] * x[k]
-    return tree_sum_inplace(q, x.size)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -287,99 +290,13 @@ def norm_errors(kind: str, d: int, rows: int, seed: int, scale: float = 1.0, off
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# the tiny Llama: batches, training under impl, the oracle and PyTorch, drift
-# ---------------------------------------------------------------------------------------------------------------
-
-def corpus_tokens() -> npt.NDArray[np.int64]:
-    """data/corpus.txt as bytes (the tiny Llama's tokens)."""
-    return np.frombuffer((ROOT / "data" / "corpus.txt").read_bytes(), dtype=np.uint8).astype(np.int64)
-
-
-def batches(steps: int, b: int, t: int, seed: int) -> list[tuple[Any, Any]]:
-    """`steps` batches of b windows of t + 1 corpus tokens (impl.llama.batch_at), from one generator."""
-    from bendtorch.impl import llama
-    toks = corpus_tokens()
-    rng = np.random.default_rng(seed)
-    return [llama.batch_at(toks, b, t, rng) for _ in range(steps)]
-
-
-def _flat_named(d: dict[str, Any]) -> npt.NDArray[np.float64]:
-    return np.concatenate([np.asarray(d[k], dtype=np.float64).reshape(-1) for k in sorted(d)])
-
-
-def train_impl(model: Any, cfg: Any, p0: Any, data: Sequence[tuple[Any, Any]]) -> tuple[list[Any], list[float]]:
-    """impl's training (impl.train.train_step) from a copy of p0 (float32): the flat parameters (sorted by Hugging
-    Face name, float64 copies) after each step, and the losses."""
-    from bendtorch.impl import llama
-    from bendtorch.impl.train import train_new, train_step
-    tr = train_new(model.layer, cfg, llama.cast(p0, np.float32))
-    ps, losses = [], []
-    for x, y in data:
-        tr = train_step(model.layer, model.loss, cfg, tr, x, y)
-        ps.append(_flat_named(llama.named(model.names, tr.p)))
-        losses.append(float(tr.loss))
-    return ps, losses
-
-
-def train_oracle(model: Any, cfg: Any, p0: Any, data: Sequence[tuple[Any, Any]]) -> tuple[list[Any], list[float]]:
-    """The oracle's training (oracle.train.train_step, float64, exact 1 - b^t) from p0 read exactly in float64."""
-    from bendtorch.impl import llama
-    from bendtorch.oracle.train import train_new, train_step
-    tr = train_new(model.layer, cfg, llama.cast(p0, np.float64))
-    ps, losses = [], []
-    for x, y in data:
-        tr = train_step(model.layer, model.loss, cfg, tr, x, y)
-        ps.append(_flat_named(llama.named(model.names, tr.p)))
-        losses.append(float(tr.loss))
-    return ps, losses
-
-
-def train_torch(lcfg: Any, b: int, weights: dict[str, Any], data: Sequence[tuple[Any, Any]], lr: float,
-                wd: float = 0.01, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8
-                ) -> tuple[list[Any], list[float]]:
-    """PyTorch float32 (reference.torch_llama.TorchLlama, Hugging Face's Llama) trained by torch.optim.AdamW
-    (foreach=False) from the same weights and batches."""
-    t = torch()
-    from bendtorch.reference.torch_llama import TorchLlama
-    tm = TorchLlama(lcfg, weights, t.float32)
-    opt = t.optim.AdamW(tm.params(), lr=lr, betas=betas, eps=eps, weight_decay=wd, foreach=False)
-    ps, losses = [], []
-    for x, y in data:
-        opt.zero_grad()
-        loss, _ = tm.loss(x, y, b)
-        loss.backward()
-        opt.step()
-        ps.append(_flat_named({k: v.detach().numpy() for k, v in tm.p.items()}))
-        losses.append(float(loss.detach()))
-    return ps, losses
-
-
-def drift(ps: Sequence[Any], ref: Sequence[Any]) -> npt.NDArray[np.float64]:
-    """Per step, ||p - p64||_2 / ||p64||_2 over every parameter at once (the distance from the float64 run)."""
-    return np.array([float(np.linalg.norm(a - r) / np.linalg.norm(r)) for a, r in zip(ps, ref)])
-
-
-def tiny_setup(b: int, seed: int) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
-    """(lcfg, impl model, oracle model, float32 initial parameters, {name: weight}) for the tiny Llama."""
-    from bendtorch import impl
-    from bendtorch import oracle
-    from bendtorch.impl import llama
-    lcfg = llama.config("tiny")
-    mi, mo = llama.build(impl, lcfg, b), llama.build(oracle, lcfg, b)
-    p0 = mi.init(seed)
-    weights = {k: np.array(v, copy=True) for k, v in llama.named(mi.names, p0).items()}
-    return lcfg, mi, mo, p0, weights
-
-
-# ---------------------------------------------------------------------------------------------------------------
 # erf
 # ---------------------------------------------------------------------------------------------------------------
 
 def erf_full_results() -> dict[str, Any] | None:
     """The full erf sweep's report (reports/results/erf/erf_sweep.json), when it has been run, else None."""
-    import json
-    p = ROOT / "reports" / "results" / "erf" / "erf_sweep.json"
-    if not p.exists():
+    p = resources.files("bendtorch.reports").joinpath("results", "erf", "erf_sweep.json")
+    if not p.is_file():
         return None
     rep: dict[str, Any] = json.loads(p.read_text())
     return rep if str(rep.get("mode", "")).startswith("full") else None
@@ -412,11 +329,3 @@ def erf_sample_results(n: int, seed: int = 0) -> dict[str, Any]:
     rep["seed_claims"] = S.seed_claims(rep)
     rep["_tot"] = tot
     return rep
-
-
-def stats_line(name: str, errs: Any) -> str:
-    e = np.asarray(errs, dtype=np.float64)
-    return f"{name:>12}: max {np.max(e):8.3f}  p99 {np.quantile(e, 0.99):8.3f}  median {np.median(e):8.3f}"
-
-
-Fn = Callable[..., Any]

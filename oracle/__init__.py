@@ -21,13 +21,15 @@ from bendtorch.impl.combinators import Both, Fork, Residual, Seq, Tie, tree_add
 from bendtorch.impl.optim import CAdam, CAdamW, CAdamWBF16, CMomentum, CSGD, adam, adamw
 from bendtorch.impl.protocol import Layer, PairSpec, Spec
 from bendtorch.oracle.convert import from_impl, to_f64_params
-from bendtorch.oracle.layers import (DropP, Dropout, Embedding, GELU, GELUErf, LN, LayerNorm, Lin, Linear, LinearFirst,
-                           LinearNB, LogSoftmax, ReLU, RMSNorm, SiLU, Sigmoid, Softmax, Tanh)
+from bendtorch.oracle import funcs as _funcs
+from bendtorch.oracle.funcs import *  # noqa: F403  (every activation of the op table, by its name)
+from bendtorch.oracle.layers import (DropP, Dropout, Embedding, LN, LayerNorm, Lin, Linear, LinearFirst, LinearNB,
+                                     LogSoftmax, RMSNorm, Softmax)
 from bendtorch.oracle.losses import CrossEntropy, MSE, NLL
 from bendtorch.oracle.optim import cfg_ok, opt_at, opt_at_step, opt_mat, q_at, state_new
 from bendtorch.oracle.train import Train, train_new, train_step
-from bendtorch.oracle.attention import Attention as Attention  # added by the attention/RoPE task (issue 3)
-from bendtorch.oracle.rope import RoPE as RoPE  # added by the attention/RoPE task (issue 3)
+from bendtorch.oracle.attention import Attention
+from bendtorch.oracle.rope import RoPE
 
 DTYPE = np.float64
 
@@ -54,7 +56,7 @@ def Mul2(n: int, c: int,
 __all__ = [
     "DTYPE", "Layer", "PairSpec",
     "Lin", "LN", "DropP",
-    "Linear", "LinearFirst", "LinearNB", "ReLU", "Sigmoid", "Tanh", "SiLU", "GELU", "GELUErf", "Dropout",
+    "Linear", "LinearFirst", "LinearNB", "Dropout", "Attention", "RoPE",
     "Softmax", "LogSoftmax", "RMSNorm", "LayerNorm", "Embedding",
     "CrossEntropy", "MSE", "NLL",
     "Id", "Seq", "Fork", "Both", "Tie", "Add2", "Mul2", "Residual", "tree_add",
@@ -63,3 +65,4 @@ __all__ = [
     "Train", "train_new", "train_step",
     "from_impl", "to_f64_params",
 ]
+__all__ += _funcs.__all__

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from bendtorch.impl.protocol import Bwd, Fwd, Layer, MatSpec, PairSpec, ShapeError, param_free
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, MatSpec, PairSpec, ShapeError, check_dims, layer_name, param_free
 
 D = npt.NDArray[np.float64]
 AttnX = tuple[D, tuple[D, D]]
@@ -74,6 +74,7 @@ def attention_bwd(q: D, k: D, v: D, dy: D, b: int, t: int, kv: int, g: int, hd: 
 def Attention(n: int, w: int, kvw: int, b: int, t: int, kv: int, g: int, hd: int, sc: float | np.floating[Any],
               par: bool | None = None) -> Layer[None, AttnX, D, AttnS]:
     """The float64 twin of impl's Attention (same arguments; `par` is accepted and ignored)."""
+    check_dims("Attention", n=n, w=w, kvw=kvw, b=b, t=t, kv=kv, g=g, hd=hd)
     if n != b * t or w != kv * g * hd or kvw != kv * hd or min(b, t, kv, g, hd) < 1:
         raise ShapeError(f"Attention: needs n = b*t, w = kv*g*hd, kvw = kv*hd (all >= 1), got n={n} w={w} "
                          f"kvw={kvw} b={b} t={t} kv={kv} g={g} hd={hd}")
@@ -89,5 +90,5 @@ def Attention(n: int, w: int, kvw: int, b: int, t: int, kv: int, g: int, hd: int
         return Bwd(None, (dq, (dk, dv)), None)
 
     xs = PairSpec(MatSpec(n, w), PairSpec(MatSpec(n, kvw), MatSpec(n, kvw)))
-    return param_free(f"Attention(b={b}, t={t}, kv={kv}, g={g}, hd={hd})", xs, MatSpec(n, w), np.float64,
-                      fwd, bwd)
+    return param_free(layer_name("Attention", n, w, kvw, b, t, kv, g, hd, np.float32(sc)), xs, MatSpec(n, w),
+                      np.float64, fwd, bwd)

@@ -10,12 +10,19 @@ NaN in gives NaN out; +-inf gives the limit wherever the formulas below reach it
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable, NamedTuple
+
+import mpmath
 
 import numpy as np
 import numpy.typing as npt
 
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, MatSpec, check_dims, layer_name, param_free
+
 F64 = npt.NDArray[np.float64]
+ActLayer = Layer[None, F64, F64, F64]
+
+__all__ = ["Activation", "ReLU", "Sigmoid", "Tanh", "SiLU", "GELU", "GELUErf"]
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)   # GELU's tanh-form constant (the seed writes 0.7978845608028654)
 GELU_A = 0.044715                           # its cubic coefficient, as written (line 1089)
@@ -120,12 +127,101 @@ def gelu_erf_grad(x: F64, dy: F64) -> F64:
         return np.asarray(dy * (cdf + x * pdf), dtype=np.float64)
 
 
-# name -> (value, gradient) for the element-wise activations
-ACTIVATIONS: dict[str, tuple[Any, Any]] = {
-    "ReLU": (relu, relu_grad),
-    "Sigmoid": (sigmoid, sigmoid_grad),
-    "Tanh": (tanh, tanh_grad),
-    "SiLU": (silu, silu_grad),
-    "GELU": (gelu_tanh, gelu_tanh_grad),
-    "GELUErf": (gelu_erf, gelu_erf_grad),
+# ---- the same functions to any precision (mpmath, the working precision of the caller's mpmath.workdps), from
+# the textbook forms: the tests check the float64 rewritings above against them ----
+
+
+def relu_mp(v: Any) -> Any:
+    return v if not v < 0 else mpmath.mpf(0)
+
+
+def sigmoid_mp(v: Any) -> Any:
+    return 1 / (1 + mpmath.exp(-v))
+
+
+def tanh_mp(v: Any) -> Any:
+    return mpmath.tanh(v)
+
+
+def silu_mp(v: Any) -> Any:
+    return v / (1 + mpmath.exp(-v))
+
+
+def gelu_tanh_mp(v: Any) -> Any:
+    return v / 2 * (1 + mpmath.tanh(mpmath.sqrt(2 / mpmath.pi) * (v + mpmath.mpf("0.044715") * v ** 3)))
+
+
+def gelu_erf_mp(v: Any) -> Any:
+    return v / 2 * (1 + mpmath.erf(v / mpmath.sqrt(2)))
+
+
+class OracleAct(NamedTuple):
+    """The oracle's half of an activation's entry: its value and gradient in float64 (gradient(x, dy)), and its
+    value to any precision (mpmath) for the tests."""
+
+    f: Callable[[F64], F64]
+    grad: Callable[[F64, F64], F64]
+    mp: Callable[[Any], Any]
+
+
+# name -> the oracle's formulas, for every activation of the op table (impl.kernels.elementwise.ACTS)
+ACTIVATIONS: dict[str, OracleAct] = {
+    "ReLU": OracleAct(relu, relu_grad, relu_mp),
+    "Sigmoid": OracleAct(sigmoid, sigmoid_grad, sigmoid_mp),
+    "Tanh": OracleAct(tanh, tanh_grad, tanh_mp),
+    "SiLU": OracleAct(silu, silu_grad, silu_mp),
+    "GELU": OracleAct(gelu_tanh, gelu_tanh_grad, gelu_tanh_mp),
+    "GELUErf": OracleAct(gelu_erf, gelu_erf_grad, gelu_erf_mp),
 }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the oracle's activation layers (the same names and arguments as impl's)
+# ---------------------------------------------------------------------------------------------------------------
+
+def Activation(name: str, n: int, c: int) -> ActLayer:
+    """The oracle's layer of the activation `name` (an entry of ACTIVATIONS): y = f(x), dx = f'(x) dy."""
+    if name not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {name!r}; the oracle has {', '.join(ACTIVATIONS)}")
+    check_dims(name, n=n, c=c)
+    f, d, _ = ACTIVATIONS[name]
+
+    def fwd(p: None, x: F64) -> Fwd[None, F64, F64]:
+        """y = f(x); saves x (the exact derivative is a function of x)."""
+        return Fwd(None, np.ascontiguousarray(f(x), dtype=np.float64), x)
+
+    def bwd(p: None, s: F64, dy: F64, g: None) -> Bwd[None, F64]:
+        """dx = f'(x) dy."""
+        return Bwd(None, np.ascontiguousarray(d(s, dy), dtype=np.float64), None)
+
+    return param_free(layer_name(name, n, c), MatSpec(n, c), MatSpec(n, c), np.float64, fwd, bwd)
+
+
+def ReLU(n: int, c: int) -> ActLayer:
+    """max(x, 0) with relu(NaN) = NaN; gradient dy where x > 0 (and where x is NaN), +0 where x <= 0 (line 752)."""
+    return Activation("ReLU", n, c)
+
+
+def Sigmoid(n: int, c: int) -> ActLayer:
+    """1 / (1 + exp(-x)); gradient dy sigma(x) sigma(-x) (line 1055)."""
+    return Activation("Sigmoid", n, c)
+
+
+def Tanh(n: int, c: int) -> ActLayer:
+    """tanh(x); gradient dy / cosh(x)^2 (line 1065)."""
+    return Activation("Tanh", n, c)
+
+
+def SiLU(n: int, c: int) -> ActLayer:
+    """x sigma(x); gradient dy sigma(x) (1 + x sigma(-x)) (line 1074)."""
+    return Activation("SiLU", n, c)
+
+
+def GELU(n: int, c: int) -> ActLayer:
+    """GELU, tanh form (PyTorch's approximate="tanh", line 1086): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    return Activation("GELU", n, c)
+
+
+def GELUErf(n: int, c: int) -> ActLayer:
+    """GELU, exact: x Phi(x) = 0.5 x (1 + erf(x / sqrt 2)); gradient Phi(x) + x phi(x) (line 1201). float64 erfc."""
+    return Activation("GELUErf", n, c)

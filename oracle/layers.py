@@ -15,14 +15,14 @@ the derivative is exact rather than a function of a rounded output); callers tre
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from bendtorch.impl.protocol import (Bwd, Flat, Fwd, IdsSpec, Layer, Loaded, MatSpec, Opt, OptState, ShapeError, Step,
-                           mat_dump, mat_restore, mat_store, param_free, state_join, state_map, state_split)
-from bendtorch.oracle import funcs
+                                     check_dims, check_eps, check_prob, check_seed, layer_name, mat_param, pair_param,
+                                     param_free)
 from bendtorch.oracle.hyper import dec, recip_one_minus
 from bendtorch.oracle.optim import opt_mat
 
@@ -39,10 +39,10 @@ def _f64(a: Any) -> F64:
     return np.ascontiguousarray(a, dtype=np.float64)
 
 
-def _pos(name: str, **dims: int) -> None:
-    for k, v in dims.items():
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"{name}: {k} must be a positive integer, got {v!r}")
+def _rows(name: str, n: int, c: int) -> None:
+    """n >= 0 rows of c >= 1 numbers (the seed reads a row's first number for its max or its sum)."""
+    check_dims(name, n=n)
+    check_dims(name, 1, c=c)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -70,45 +70,13 @@ class DropP(NamedTuple):
     t: int
 
 
-# ---- a record of two matrices: step, dump, load, store along its two fields ----
-
-
-def _rec2_step(make: Callable[[F64, F64], Any]) -> Callable[[Opt, Any, Any, OptState[Any]], Step[Any]]:
-    """Split the state along the record's two matrices, step each with opt_mat, join (lin_step, line 665)."""
-
-    def step(op: Opt, p: Any, g: Any, st: OptState[Any]) -> Step[Any]:
-        s1, s2 = state_split(state_map(st, lambda r: (r[0], r[1])))
-        a = opt_mat(op, p[0], g[0], s1)
-        c = opt_mat(op, p[1], g[1], s2)
-        return Step(make(a.p, c.p), make(a.g, c.g), state_map(state_join(a.st, c.st), lambda t: make(t[0], t[1])))
-
-    return step
-
-
-def _rec2_dump(p: Any) -> Flat:
-    return np.concatenate([mat_dump(p[0]), mat_dump(p[1])]).astype(np.float64)
-
-
-def _rec2_load(make: Callable[[F64, F64], Any]) -> Callable[[Any, Flat, int], Loaded[Any]]:
-    def load(p: Any, xs: Flat, off: int) -> Loaded[Any]:
-        a = mat_restore(p[0], xs, off)
-        b = mat_restore(p[1], xs, a.off)
-        return Loaded(make(a.p, b.p), b.off)
-
-    return load
-
-
-def _rec2_store(p: Any, xs: Flat, off: int) -> int:
-    return mat_store(p[1], xs, mat_store(p[0], xs, off))
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Linear, LinearFirst, LinearNB (main.bend lines 598-721, 1920-1940)
 # ---------------------------------------------------------------------------------------------------------------
 
 
 def _linear(kind: str, n: int, i: int, o: int, want_dx: bool) -> Layer[Lin, F64, F64, F64]:
-    _pos(kind, n=n, i=i, o=o)
+    check_dims(kind, n=n, i=i, o=o)
 
     def fwd(p: Lin, x: F64) -> Fwd[Lin, F64, F64]:
         """y = x W^T + b (line 615); saves x."""
@@ -121,8 +89,8 @@ def _linear(kind: str, n: int, i: int, o: int, want_dx: bool) -> Layer[Lin, F64,
         g.b[...] += np.sum(dy, axis=0, keepdims=True)
         return Bwd(p, dx, g)
 
-    return Layer(f"{kind}({n}, {i}, {o})", MatSpec(n, i), MatSpec(n, o), DT, fwd, bwd, _rec2_step(Lin),
-                 lambda: Lin(_zeros(o, i), _zeros(1, o)), _rec2_dump, _rec2_load(Lin), _rec2_store, o * (i + 1))
+    return pair_param(layer_name(kind, n, i, o), MatSpec(n, i), MatSpec(n, o), DT, Lin, ((o, i), (1, o)), fwd, bwd,
+                      opt_mat)
 
 
 def Linear(n: int, i: int, o: int) -> Layer[Lin, F64, F64, F64]:
@@ -137,7 +105,7 @@ def LinearFirst(n: int, i: int, o: int) -> Layer[Lin, F64, F64, F64]:
 
 def LinearNB(n: int, i: int, o: int) -> Layer[F64, F64, F64, F64]:
     """y = x W^T, no bias (main.bend line 1939); P = W (o x i)."""
-    _pos("LinearNB", n=n, i=i, o=o)
+    check_dims("LinearNB", n=n, i=i, o=o)
 
     def fwd(w: F64, x: F64) -> Fwd[F64, F64, F64]:
         return Fwd(w, _f64(x @ w.T), x)
@@ -147,58 +115,7 @@ def LinearNB(n: int, i: int, o: int) -> Layer[F64, F64, F64, F64]:
         g[...] += dy.T @ s
         return Bwd(w, _f64(dy @ w), g)
 
-    return Layer(f"LinearNB({n}, {i}, {o})", MatSpec(n, i), MatSpec(n, o), DT, fwd, bwd, opt_mat,
-                 lambda: _zeros(o, i), mat_dump, mat_restore, mat_store, o * i)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Element-wise activations (main.bend lines 737-761, 1042-1217); the math is in oracle/funcs.py
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def _activation(name: str, n: int, c: int) -> Layer[None, F64, F64, F64]:
-    _pos(name, n=n, c=c)
-    f, d = funcs.ACTIVATIONS[name]
-
-    def fwd(p: None, x: F64) -> Fwd[None, F64, F64]:
-        """y = f(x); saves x (the exact derivative is a function of x)."""
-        return Fwd(None, _f64(f(x)), x)
-
-    def bwd(p: None, s: F64, dy: F64, g: None) -> Bwd[None, F64]:
-        """dx = f'(x) dy."""
-        return Bwd(None, _f64(d(s, dy)), None)
-
-    return param_free(f"{name}({n}x{c})", MatSpec(n, c), MatSpec(n, c), DT, fwd, bwd)
-
-
-def ReLU(n: int, c: int) -> Layer[None, F64, F64, F64]:
-    """max(x, 0) with relu(NaN) = NaN; gradient dy where x > 0 (and where x is NaN), +0 where x <= 0 (line 752)."""
-    return _activation("ReLU", n, c)
-
-
-def Sigmoid(n: int, c: int) -> Layer[None, F64, F64, F64]:
-    """1 / (1 + exp(-x)); gradient dy sigma(x) sigma(-x) (line 1055)."""
-    return _activation("Sigmoid", n, c)
-
-
-def Tanh(n: int, c: int) -> Layer[None, F64, F64, F64]:
-    """tanh(x); gradient dy / cosh(x)^2 (line 1065)."""
-    return _activation("Tanh", n, c)
-
-
-def SiLU(n: int, c: int) -> Layer[None, F64, F64, F64]:
-    """x sigma(x); gradient dy sigma(x) (1 + x sigma(-x)) (line 1074)."""
-    return _activation("SiLU", n, c)
-
-
-def GELU(n: int, c: int) -> Layer[None, F64, F64, F64]:
-    """GELU, tanh form (PyTorch's approximate="tanh", line 1086): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
-    return _activation("GELU", n, c)
-
-
-def GELUErf(n: int, c: int) -> Layer[None, F64, F64, F64]:
-    """GELU, exact: x Phi(x) = 0.5 x (1 + erf(x / sqrt 2)); gradient Phi(x) + x phi(x) (line 1201). float64 erfc."""
-    return _activation("GELUErf", n, c)
+    return mat_param(layer_name("LinearNB", n, i, o), MatSpec(n, i), MatSpec(n, o), DT, o, i, fwd, bwd, opt_mat)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -245,11 +162,9 @@ def Dropout(n: int, c: int, p: float, seed: int) -> Layer[DropP, F64, F64, F64]:
     The mask is the seed's counter hash of (seed, t, index); the scale is 1 / (1 - p) for the decimal p, exact then
     rounded once to float64. P = DropP(t): step increments t (mod 2^32); dump writes t's 32 bits as one float32
     (line 1273), held exactly in a float64."""
-    _pos("Dropout", n=n, c=c)
-    if not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) < 2 ** 32:
-        raise ValueError(f"Dropout: seed must be an integer in [0, 2^32), got {seed!r}")
-    seed = int(seed)
-    p32 = np.float32(p)
+    check_dims("Dropout", n=n, c=c)
+    p32 = check_prob("Dropout", p)
+    seed = check_seed("Dropout", seed)
     scale = recip_one_minus(p32)
 
     def fwd(d: DropP, x: F64) -> Fwd[DropP, F64, F64]:
@@ -279,8 +194,9 @@ def Dropout(n: int, c: int, p: float, seed: int) -> Layer[DropP, F64, F64, F64]:
         xs[off] = np.uint32(d.t).view(np.float32)
         return off + 1
 
-    return Layer(f"Dropout({n}x{c}, p={dec(p32)}, seed={seed})", MatSpec(n, c), MatSpec(n, c), DT, fwd, bwd, step,
-                 lambda: DropP(0), dump, load, store, 1)
+    return Layer(name=layer_name("Dropout", n, c, p=p32, seed=seed), x_spec=MatSpec(n, c), y_spec=MatSpec(n, c),
+                 dtype=DT, f_fwd=fwd, f_bwd=bwd, f_step=step, f_zeros=lambda: DropP(0), f_dump=dump, f_load=load,
+                 f_store=store, n_count=1)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -327,7 +243,7 @@ def log_softmax(x: F64) -> F64:
 
 def Softmax(n: int, c: int) -> Layer[None, F64, F64, F64]:
     """Softmax over each row (main.bend line 1441); saves y. Backward: dx = y (dy - sum(dy y)) (line 1422)."""
-    _pos("Softmax", n=n, c=c)
+    _rows("Softmax", n, c)
 
     def fwd(p: None, x: F64) -> Fwd[None, F64, F64]:
         y = softmax(x)
@@ -337,13 +253,13 @@ def Softmax(n: int, c: int) -> Layer[None, F64, F64, F64]:
         with np.errstate(invalid="ignore"):
             return Bwd(None, _f64(y * (dy - np.sum(dy * y, axis=1, keepdims=True))), None)
 
-    return param_free(f"Softmax({n}x{c})", MatSpec(n, c), MatSpec(n, c), DT, fwd, bwd)
+    return param_free(layer_name("Softmax", n, c), MatSpec(n, c), MatSpec(n, c), DT, fwd, bwd)
 
 
 def LogSoftmax(n: int, c: int) -> Layer[None, F64, F64, F64]:
     """log_softmax over each row (main.bend line 1521); saves the probabilities softmax(x). Backward:
     dx = dy - softmax(x) sum(dy) (line 1508)."""
-    _pos("LogSoftmax", n=n, c=c)
+    _rows("LogSoftmax", n, c)
 
     def fwd(p: None, x: F64) -> Fwd[None, F64, F64]:
         return Fwd(None, log_softmax(x), softmax(x))
@@ -352,7 +268,7 @@ def LogSoftmax(n: int, c: int) -> Layer[None, F64, F64, F64]:
         with np.errstate(invalid="ignore"):
             return Bwd(None, _f64(dy - sm * np.sum(dy, axis=1, keepdims=True)), None)
 
-    return param_free(f"LogSoftmax({n}x{c})", MatSpec(n, c), MatSpec(n, c), DT, fwd, bwd)
+    return param_free(layer_name("LogSoftmax", n, c), MatSpec(n, c), MatSpec(n, c), DT, fwd, bwd)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -364,8 +280,8 @@ def RMSNorm(n: int, d: int, eps: float = 1e-5) -> Layer[F64, F64, F64, F64]:
     """y = g x r, r = 1 / sqrt(mean(x^2) + eps) per row (main.bend line 1679); P = the gain g (1 x d); saves x.
     Backward (line 1612): xh = x r, dxh = dy g, dx = r (dxh - xh mean(dxh xh)); dg += sum over rows of dy xh.
     eps is the decimal the user wrote."""
-    _pos("RMSNorm", n=n, d=d)
-    e = dec(eps)
+    _rows("RMSNorm", n, d)
+    e = dec(check_eps("RMSNorm", eps))
 
     def inv_rms(x: F64) -> F64:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -384,8 +300,8 @@ def RMSNorm(n: int, d: int, eps: float = 1e-5) -> Layer[F64, F64, F64, F64]:
             gacc[...] += np.sum(dy * xh, axis=0, keepdims=True)
         return Bwd(g, _f64(dx), gacc)
 
-    return Layer(f"RMSNorm({n}, {d}, eps={e})", MatSpec(n, d), MatSpec(n, d), DT, fwd, bwd, opt_mat,
-                 lambda: _zeros(1, d), mat_dump, mat_restore, mat_store, d)
+    return mat_param(layer_name("RMSNorm", n, d, eps=eps), MatSpec(n, d), MatSpec(n, d), DT, 1, d, fwd, bwd,
+                     opt_mat)
 
 
 def LayerNorm(n: int, d: int, eps: float = 1e-5) -> Layer[LN, F64, F64, F64]:
@@ -393,8 +309,8 @@ def LayerNorm(n: int, d: int, eps: float = 1e-5) -> Layer[LN, F64, F64, F64]:
     P = LN(g, b), each 1 x d; saves x. Backward (line 1750): xh = (x - mu) r, dxh = dy g,
     dx = r ((dxh - mean(dxh)) - xh mean(dxh xh)); dg += sum over rows of dy xh; db += sum over rows of dy.
     mu and var are two passes in float64; eps is the decimal the user wrote."""
-    _pos("LayerNorm", n=n, d=d)
-    e = dec(eps)
+    _rows("LayerNorm", n, d)
+    e = dec(check_eps("LayerNorm", eps))
 
     def norm(x: F64) -> tuple[F64, F64]:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -417,8 +333,8 @@ def LayerNorm(n: int, d: int, eps: float = 1e-5) -> Layer[LN, F64, F64, F64]:
             g.b[...] += np.sum(dy, axis=0, keepdims=True)
         return Bwd(p, _f64(dx), g)
 
-    return Layer(f"LayerNorm({n}, {d}, eps={e})", MatSpec(n, d), MatSpec(n, d), DT, fwd, bwd, _rec2_step(LN),
-                 lambda: LN(_zeros(1, d), _zeros(1, d)), _rec2_dump, _rec2_load(LN), _rec2_store, 2 * d)
+    return pair_param(layer_name("LayerNorm", n, d, eps=eps), MatSpec(n, d), MatSpec(n, d), DT, LN,
+                      ((1, d), (1, d)), fwd, bwd, opt_mat)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -430,13 +346,13 @@ def Embedding(n: int, v: int, d: int) -> Layer[F64, Ids, F64, Ids]:
     """Row i of the output is row ids[i] of the table (v x d) (main.bend line 1917); dX is the empty id list;
     the table's gradient gets dY's row i added into row ids[i], for i in order (line 1898). An id outside [0, v)
     raises ValueError (the seed's Array.get past the end has no defined value)."""
-    _pos("Embedding", n=n, v=v, d=d)
+    check_dims("Embedding", n=n, v=v, d=d)
 
     def check(ids: Ids) -> Ids:
         bad = np.nonzero((ids < 0) | (ids >= v))[0]
         if bad.size:
             k = int(bad[0])
-            raise ValueError(f"Embedding({n}, {v}, {d}): id {int(ids[k])} at position {k} is not in [0, {v})")
+            raise ValueError(f"{layer_name('Embedding', n, v, d)}: id {int(ids[k])} at position {k} is not in [0, {v})")
         return np.asarray(ids, dtype=np.int64)
 
     def fwd(e: F64, ids: Ids) -> Fwd[F64, F64, Ids]:
@@ -447,5 +363,4 @@ def Embedding(n: int, v: int, d: int) -> Layer[F64, Ids, F64, Ids]:
         np.add.at(g, ids, dy)
         return Bwd(e, np.zeros(0, dtype=np.int64), g)
 
-    return Layer(f"Embedding({n}, {v}, {d})", IdsSpec(n), MatSpec(n, d), DT, fwd, bwd, opt_mat,
-                 lambda: _zeros(v, d), mat_dump, mat_restore, mat_store, v * d)
+    return mat_param(layer_name("Embedding", n, v, d), IdsSpec(n), MatSpec(n, d), DT, v, d, fwd, bwd, opt_mat)

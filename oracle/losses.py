@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from bendtorch.impl.protocol import Loss, LossOut, MatSpec, ShapeError, check_value
+from bendtorch.impl.protocol import Loss, LossOut, MatSpec, ShapeError, check_dims, check_value, layer_name
 from bendtorch.oracle.layers import row_exp
 
 F64 = npt.NDArray[np.float64]
@@ -35,7 +35,8 @@ CE_BAD = -math.log(1e-12)   # a label past the last class: -log(max(0, 1e-12)) (
 
 
 def labels_of(name: str, t: Any, n: int) -> npt.NDArray[Any]:
-    """The labels as a 1-D integer array of length n with every label >= 0, else ValueError naming the loss."""
+    """The labels as a 1-D integer array of length n with every label in [0, 2^32), else ValueError naming the
+    loss."""
     a = t if isinstance(t, np.ndarray) else np.asarray(t)
     if a.ndim != 1 or a.shape[0] != n:
         raise ValueError(f"{name}: labels must be a 1-D array of {n} integers (one per row), got shape {a.shape}")
@@ -45,6 +46,11 @@ def labels_of(name: str, t: Any, n: int) -> npt.NDArray[Any]:
     if neg.size:
         k = int(neg[0])
         raise ValueError(f"{name}: label {int(a[k])} at row {k} is negative (labels must be >= 0)")
+    big = np.nonzero(a >= 2 ** 32)[0]
+    if big.size:
+        k = int(big[0])
+        raise ValueError(f"{name}: label {int(a[k])} at row {k} is >= 2^32 "
+                         "(the seed's loss and gradient disagree past 2^32; docs/DESIGN.md)")
     return a
 
 
@@ -58,8 +64,7 @@ def _fsum_mean(rows: F64, n: int) -> np.float64:
 def CrossEntropy(n: int, c: int) -> Loss[F64, Ids]:
     """mean over rows of log(sum_j exp(z_j)) - z_y (PyTorch's F.cross_entropy, main.bend line 2894); the gradient is
     (softmax(z) - onehot(y)) / n."""
-    if n < 1 or c < 1:
-        raise ValueError(f"CrossEntropy: n and c must be >= 1, got {n}, {c}")
+    check_dims("CrossEntropy", 1, n=n, c=c)
 
     def f(z: F64, t: Ids) -> LossOut[F64]:
         lab = labels_of("CrossEntropy", t, n)
@@ -81,13 +86,12 @@ def CrossEntropy(n: int, c: int) -> Loss[F64, Ids]:
             dy = dy / n
         return LossOut(_fsum_mean(np.asarray(row_loss, dtype=np.float64), n), np.ascontiguousarray(dy))
 
-    return Loss(f"CrossEntropy({n}x{c})", MatSpec(n, c), DT, f)
+    return Loss(layer_name("CrossEntropy", n, c), MatSpec(n, c), DT, f)
 
 
 def MSE(n: int, c: int) -> Loss[F64, F64]:
     """sum((y - t)^2) / (n c) (PyTorch's F.mse_loss, main.bend line 2918); gradient 2 (y - t) / (n c)."""
-    if n < 1 or c < 1:
-        raise ValueError(f"MSE: n and c must be >= 1, got {n}, {c}")
+    check_dims("MSE", 1, n=n, c=c)
     spec = MatSpec(n, c)
 
     def f(y: F64, t: F64) -> LossOut[F64]:
@@ -98,14 +102,13 @@ def MSE(n: int, c: int) -> Loss[F64, F64]:
             d = y - t
             return LossOut(_fsum_mean((d * d).reshape(-1), n * c), np.ascontiguousarray(d * (2.0 / (n * c))))
 
-    return Loss(f"MSE({n}x{c})", spec, DT, f)
+    return Loss(layer_name("MSE", n, c), spec, DT, f)
 
 
 def NLL(n: int, c: int) -> Loss[F64, Ids]:
     """-(sum over rows of logp[i, y_i]) / n (PyTorch's F.nll_loss, main.bend line 2953); gradient -1/n at each label.
     A label >= c picks 0.0 and leaves its gradient row zero."""
-    if n < 1 or c < 1:
-        raise ValueError(f"NLL: n and c must be >= 1, got {n}, {c}")
+    check_dims("NLL", 1, n=n, c=c)
 
     def f(lp: F64, t: Ids) -> LossOut[F64]:
         lab = labels_of("NLL", t, n)
@@ -117,4 +120,4 @@ def NLL(n: int, c: int) -> Loss[F64, Ids]:
         dy[rows, yi] = -1.0 / n
         return LossOut(np.float64(-_fsum_mean(np.asarray(picked, dtype=np.float64), n)), dy)
 
-    return Loss(f"NLL({n}x{c})", MatSpec(n, c), DT, f)
+    return Loss(layer_name("NLL", n, c), MatSpec(n, c), DT, f)

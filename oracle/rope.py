@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from bendtorch.impl.protocol import Bwd, Fwd, Layer, MatSpec, ShapeError, param_free
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, MatSpec, ShapeError, check_dims, layer_name, param_free
 
 D = npt.NDArray[np.float64]
 
@@ -41,6 +41,7 @@ def rope_rotate(x: D, t: int, h: int, half: int, base: float, sign: float) -> D:
 
 def RoPE(n: int, w: int, t: int, h: int, half: int, base: float | np.floating[Any]) -> Layer[None, D, D, None]:
     """The float64 twin of impl's RoPE (same arguments)."""
+    check_dims("RoPE", n=n, w=w, t=t, h=h, half=half)
     if w != h * (half + half) or min(n, t, h, half) < 1:
         raise ShapeError(f"RoPE: needs w = h*2*half (all >= 1), got n={n} w={w} t={t} h={h} half={half}")
     bs = float(str(np.float32(base)))
@@ -51,5 +52,5 @@ def RoPE(n: int, w: int, t: int, h: int, half: int, base: float | np.floating[An
     def bwd(p: None, s: None, dy: D, g: None) -> Bwd[None, D]:
         return Bwd(None, rope_rotate(dy, t, h, half, bs, -1.0), None)
 
-    return param_free(f"RoPE(t={t}, h={h}, half={half}, base={bs!r})", MatSpec(n, w), MatSpec(n, w), np.float64,
-                      fwd, bwd)
+    return param_free(layer_name("RoPE", n, w, t, h, half, base=np.float32(base)), MatSpec(n, w), MatSpec(n, w),
+                      np.float64, fwd, bwd)

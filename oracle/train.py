@@ -35,21 +35,13 @@ class Train(Generic[P]):
     loss: np.float64
     t: int = 0
 
-    @staticmethod
-    def new(m: Layer[P, Any, Any, Any], cfg: OptCfg, p: P) -> "Train[P]":
-        return train_new(m, cfg, p)
-
-    @staticmethod
-    def step(m: Layer[P, X, Y, S], loss: Loss[Y, T], cfg: OptCfg, tr: "Train[P]", x: X, t: T) -> "Train[P]":
-        return train_step(m, loss, cfg, tr, x, t)
-
 
 def train_new(m: Layer[P, Any, Any, Any], cfg: OptCfg, p: P) -> Train[P]:
     """Train.new (line 913): the gradient and the optimizer's buffers from the model's zeros; q1 = q2 = 0, or NaN
     for a configuration cfg_ok rejects."""
     e = structure_diff(p, m.zeros())
     if e is not None:
-        raise ShapeError(f"Train.new: the parameters do not fit {m.name}: {e}")
+        raise ShapeError(f"Train.new: the parameters do not fit {m.label}: {e}")
     q = np.float64(0.0) if cfg_ok(cfg) else np.float64(np.nan)
     return Train(p, m.zeros(), state_new(cfg, m.zeros), q, q, np.float64(0.0), 0)
 

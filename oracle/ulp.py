@@ -56,6 +56,22 @@ def ulp_stats(errs: npt.ArrayLike) -> dict[str, Any]:
             "n": int(e.size)}
 
 
+def normwise(x: npt.ArrayLike, exact: npt.ArrayLike) -> float:
+    """max |x - exact| / ulp32(max |exact|): the error in ulps of the array's largest exact value, a relative bound
+    that elements whose exact value is near zero (where any float32 order loses its relative accuracy) cannot blow
+    up. A NaN difference counts as inf; a non-finite largest exact value falls back to the largest ulp_error."""
+    e = np.asarray(exact, np.float64).reshape(-1)
+    xa = np.asarray(x, np.float64).reshape(-1)
+    if e.size == 0:
+        return 0.0
+    scale = float(np.max(np.abs(e)))
+    if not np.isfinite(scale):
+        return float(np.max(ulp_error(xa, e)))
+    with np.errstate(invalid="ignore"):
+        d = np.abs(xa - e)
+    return float(np.max(np.where(np.isnan(d), np.inf, d)) / float(ulp32(scale)))
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The same definition on one pair of numbers, compiled, for loops over billions of inputs (the erf sweep). It follows
 # ulp_error's contract case by case; tests/test_erf_sweep.py checks the two agree.

@@ -16,12 +16,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from bendtorch.reference import trio
+
 F32 = np.float32
 HP = {"lr": 3e-3, "b1": 0.9, "b2": 0.999, "eps": 1e-8, "wd": 0.01}
 
 
 def build(L: Any, n: int, i: int, h: int, k: int) -> Any:
-    """The model in one library (L = reference.libs.IMPL or ORACLE): Seq(Linear, Seq(GELUErf, Seq(LayerNorm,
+    """The model in one library (L = bendtorch.impl or bendtorch.oracle): Seq(Linear, Seq(GELUErf, Seq(LayerNorm,
     Linear)))."""
     return L.Seq(L.Linear(n, i, h), L.Seq(L.GELUErf(n, h), L.Seq(L.LayerNorm(n, h), L.Linear(n, h, k))))
 
@@ -35,65 +37,45 @@ def _init(rng: np.random.Generator, i: int, h: int, k: int) -> list[npt.NDArray[
 
 
 def model_run(n: int = 16, i: int = 12, h: int = 32, k: int = 10, steps: int = 50, seed: int = 0) -> dict[str, Any]:
-    from bendtorch.impl import optim as O
-    from bendtorch.impl import train as IT
-    from bendtorch import oracle
-    from bendtorch.reference.libs import IMPL, ORACLE
-    from bendtorch.reference.torch_ref import optimizer, to_np, to_t, torch_mod
+    import torch.nn.functional as tf
+
+    from bendtorch import impl, oracle
+    from bendtorch.reference.torch_ref import to_t, torch_mod
 
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, i)).astype(F32)
     t = rng.integers(0, k, n).astype(np.int64)
     ps = _init(rng, i, h, k)
     flat = np.concatenate([p.reshape(-1) for p in ps])
-    cfg = O.adamw(**HP)
-
-    mi = build(IMPL, n, i, h, k)
-    pi = mi.load(mi.zeros(), flat.copy(), 0).p
-    lossi = IMPL.CrossEntropy(n, k)
-    tri = IT.train_new(mi, cfg, pi)
-    li = []
-    for _ in range(steps):
-        tri = IT.train_step(mi, lossi, cfg, tri, x, t)
-        li.append(float(tri.loss))
-
-    mo = build(ORACLE, n, i, h, k)
-    po = mo.load(mo.zeros(), flat.astype(np.float64), 0).p
-    losso = ORACLE.CrossEntropy(n, k)
-    tro = oracle.train_new(mo, cfg, po)
-    lo = []
-    xo = x.astype(np.float64)
-    for _ in range(steps):
-        tro = oracle.train_step(mo, losso, cfg, tro, xo, t)
-        lo.append(float(tro.loss))
+    hp = trio.AdamWHP(**HP)
+    cfg = hp.impl_cfg()
 
     torch = torch_mod()
-    import torch.nn.functional as tf
     tp = [torch.nn.Parameter(to_t(p)) for p in ps]
-    opt = optimizer("AdamW", tp, HP)
-    xt, tt = to_t(x), to_t(t)
-    lt = []
-    for _ in range(steps):
-        opt.zero_grad()
+
+    def torch_loss(xt: Any, tt: Any) -> Any:
         w1, b1, g, b, w2, b2 = tp
         z = tf.linear(xt, w1, b1.reshape(-1))
         z = tf.gelu(z)
         z = tf.layer_norm(z, (h,), g.reshape(-1), b.reshape(-1), 1e-5)
         z = tf.linear(z, w2, b2.reshape(-1))
-        loss = tf.cross_entropy(z, tt)
-        loss.backward()
-        opt.step()
-        lt.append(float(loss.item()))
-    return {"impl": li, "torch": lt, "oracle": lo,
-            "params": {"impl": mi.dump(tri.p).astype(np.float64), "oracle": mo.dump(tro.p),
-                       "torch": np.concatenate([to_np(p).reshape(-1) for p in tp]).astype(np.float64)}}
+        return tf.cross_entropy(z, tt)
+
+    xt, tt = to_t(x), to_t(t)
+    runs: dict[str, trio.Run] = {
+        "impl": trio.layer_run(impl, build(impl, n, i, h, k), impl.CrossEntropy(n, k), cfg, flat),
+        "oracle": trio.layer_run(oracle, build(oracle, n, i, h, k), oracle.CrossEntropy(n, k), cfg, flat),
+        "torch": trio.TorchRun(tp, lambda _x, _y: torch_loss(xt, tt), hp.torch_opt(tp))}
+    rec = trio.record(runs, [(x, t)] * steps, keep_params=False)
+    out: dict[str, Any] = {lib: r.losses for lib, r in rec.items()}
+    out["params"] = {lib: r.flat() for lib, r in runs.items()}
+    return out
 
 
 def summary(r: dict[str, Any]) -> dict[str, Any]:
     """The losses' largest relative distance to the oracle's over the run, and the final parameters' distance to
     the oracle's (normwise ulps and median element-wise ulps)."""
-    from bendtorch.oracle.ulp import ulp_error
-    from bendtorch.reference.compare import normwise
+    from bendtorch.oracle.ulp import normwise, ulp_error
     lo = np.array(r["oracle"])
     out: dict[str, Any] = {"steps": len(lo), "oracle_loss_first": lo[0], "oracle_loss_last": lo[-1]}
     for lib in ("impl", "torch"):

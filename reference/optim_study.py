@@ -28,8 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from bendtorch.oracle.ulp import ulp_error
-from bendtorch.reference.compare import normwise
+from bendtorch.oracle.ulp import normwise, ulp_error
 
 F32 = np.float32
 F64 = np.float64

@@ -92,7 +92,7 @@ def test_bad_state_dicts_name_the_tensor(tmp_path: Path) -> None:
     sd = state_dict(m, p)
     bad = dict(sd)
     del bad["model.layers.1.mlp.up_proj.weight"]
-    with pytest.raises(InterchangeError, match="missing tensor: model.layers.1.mlp.up_proj.weight"):
+    with pytest.raises(InterchangeError, match="missing tensor: 'model.layers.1.mlp.up_proj.weight'"):
         load_state_dict(m, bad)
     bad = dict(sd)
     bad["model.layers.0.self_attn.qproj.weight"] = bad.pop("model.layers.0.self_attn.q_proj.weight")
@@ -100,7 +100,7 @@ def test_bad_state_dicts_name_the_tensor(tmp_path: Path) -> None:
         load_state_dict(m, bad)
     bad = dict(sd)
     bad["model.layers.0.self_attn.q_proj.weight"] = np.zeros((3, 3), np.float32)
-    with pytest.raises(InterchangeError, match=r"q_proj.weight: expected shape \(32, 32\), found \(3, 3\)"):
+    with pytest.raises(InterchangeError, match=r"q_proj.weight': expected shape \(32, 32\), found \(3, 3\)"):
         load_state_dict(m, bad)
     bad = dict(sd)
     bad["lm_head.weight"] = bad["model.embed_tokens.weight"] + 1
@@ -108,8 +108,39 @@ def test_bad_state_dicts_name_the_tensor(tmp_path: Path) -> None:
         load_state_dict(m, bad)
     bad = dict(sd)
     bad["model.norm.weight"] = bad["model.norm.weight"].astype(np.float64)
-    with pytest.raises(InterchangeError, match="model.norm.weight: expected float32"):
+    with pytest.raises(InterchangeError, match="'model.norm.weight': expected float32"):
         load_state_dict(m, bad)
     (tmp_path / "junk.safetensors").write_bytes(b"not a safetensors file")
     with pytest.raises(InterchangeError, match="junk.safetensors: not a safetensors file"):
         load_safetensors(m, tmp_path / "junk.safetensors")
+
+
+def test_bfloat16_safetensors_widen_exactly(tmp_path: Path) -> None:
+    """A file as safetensors.torch writes a bfloat16 model loads, every number widened exactly (a bfloat16 is the
+    high half of the float32 of the same value), and equals PyTorch's own widening bit for bit."""
+    torch = pytest.importorskip("torch", reason="torch writes the bfloat16 file")
+    from safetensors.torch import save_file
+    cfg, m, p, x = trained()
+    sd16 = {k: torch.from_numpy(v).to(torch.bfloat16) for k, v in state_dict(m, p).items()}
+    save_file(sd16, str(tmp_path / "bf16.safetensors"))
+    q = load_safetensors(m, tmp_path / "bf16.safetensors")
+    want = {k: v.to(torch.float32).numpy() for k, v in sd16.items()}
+    for k, a in state_dict(m, q).items():
+        assert np.array_equal(a.view(np.uint32), want[k].view(np.uint32)), k
+        assert np.array_equal(a.view(np.uint32) & 0xFFFF, np.zeros_like(a, np.uint32)), k  # low halves zero
+
+
+def test_odd_names_print_with_repr_and_keys_must_be_strings(tmp_path: Path) -> None:
+    from safetensors.numpy import save
+    cfg, m, p, x = trained()
+    sd = state_dict(m, p)
+    bad = dict(sd)
+    bad["evil\nname\x00"] = np.zeros(2, np.float32)
+    with pytest.raises(InterchangeError) as e:
+        load_state_dict(m, bad)
+    assert "'evil\\nname\\x00'" in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(InterchangeError, match="name must be a string, found int 7"):
+        load_state_dict(m, {**sd, 7: np.zeros(2, np.float32)})  # type: ignore[dict-item]
+    (tmp_path / "i8.safetensors").write_bytes(save({**sd, "model.norm.weight": np.zeros(32, np.int8)}))
+    with pytest.raises(InterchangeError, match="'model.norm.weight': dtype I8"):
+        load_safetensors(m, tmp_path / "i8.safetensors")

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from bendtorch.reference.compare import check_op, make_inputs, run_lib, run_torch
-from bendtorch.reference.libs import IMPL
+import bendtorch.impl as IMPL
 from bendtorch.reference.ops import LAYERS, Op, op_named
 
 

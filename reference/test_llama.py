@@ -72,8 +72,8 @@ def run(case: str) -> dict[str, Any]:
 
 
 def llama_corpus() -> bytes:
-    from bendtorch.train_cmd import CORPUS
-    return CORPUS.read_bytes()
+    from bendtorch.data import corpus_bytes
+    return corpus_bytes()
 
 
 def errors(r: dict[str, Any], who: str) -> dict[str, float]:

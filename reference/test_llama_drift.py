@@ -1,12 +1,14 @@
 """100 AdamW steps of `tiny` in impl, PyTorch float32 and the float64 oracle from the same weights on the same
 batches (reference/llama_drift.py): each float32 run's relative distance to the oracle's parameters after every step.
 
-What the figures show (seed 0..3, lr 3e-3, batch 4): both float32 runs drift by 1e-5 to 2e-4 of the parameters'
-norm after 100 steps, and which of the two is closer changes with the seed and along the run (final impl / PyTorch
-ratios 1.07, 0.29, 0.94, 1.19; along seed 1's run the ratio went from 1.0 to 3.3 and back to 0.29): training
-amplifies single rounding differences chaotically, so one run's final distance is a draw, not a property of the
-library. So the issue's "impl's final distance is at most PyTorch's" is asserted as it can hold: over seeds 0-3, the
-geometric mean of the final ratios at most 1 (measured 0.76) and each at most 2; and for seed 0, within 1.25x.
+What the figures show (lr 3e-3, batch 4; `python -m bendtorch.reference.llama_drift --seeds 8 --steps 100 --out
+reports/results/findings/llama_drift` writes the distribution): both float32 runs drift by 1e-5 to 2e-4 of the
+parameters' norm after 100 steps on six of seeds 0-7, and by 4e-3 to 9e-2 on seeds 4 and 7, where both leave the float64
+trajectory together; which of the two ends closer changes with the seed and along the run (final impl / PyTorch ratio:
+median 0.73, range 0.31 to 2.56 over seeds 0-7; seeds 0-3: 1.05, 0.31, 0.70, 0.73): training amplifies single rounding
+differences chaotically, so one run's final distance is a draw, not a property of the library. So the issue's "impl's
+final distance is at most PyTorch's" is asserted as it can hold: over seeds 0-3, the geometric mean of the final ratios
+at most 1 (measured 0.64) and each at most 2; and for seed 0, within 1.25x (measured 1.05).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def test_drift_seed0() -> None:
     # both runs train (the oracle's loss falls from log 256) and stay close to the exact run
     assert r["loss_oracle"][-1] < r["loss_oracle"][0] - 2.0
     assert 0 < fi < 1e-3 and 0 < ft < 1e-3
-    # impl's drift is a float32 run's drift, not a bug's: within 1.25x PyTorch's (measured 1.07x)
+    # impl's drift is a float32 run's drift, not a bug's: within 1.25x PyTorch's (measured 1.05x)
     assert fi <= 1.25 * ft, (fi, ft)
     # the losses of the three runs agree to float32's drift
     assert np.max(np.abs(np.array(r["loss_impl"]) - np.array(r["loss_oracle"]))) < 1e-3

@@ -1,5 +1,5 @@
-"""`bendtorch report`: the reference comparisons of reference/ops.py (every layer forward and backward, every loss,
-every combinator composition, every optimizer step) run in impl, PyTorch float32 and the float64 oracle, judged by
+"""The report behind `bendtorch report`: the reference comparisons of reference/ops.py (every layer forward and
+backward, every loss, every combinator composition, every optimizer step) run in impl, PyTorch float32 and the float64 oracle, judged by
 the same `reference.ops.judge` the tests use, and written as report.json and REPORT.md into --out (default
 reports/out/), with paired ulp-error distribution plots (impl vs PyTorch, per op), the machine, the command, the
 small-model training run, the optimizer study (100 steps) and the erf sweep's sampled figures.
@@ -14,7 +14,6 @@ torch, matplotlib and tqdm are imported inside the functions, so `bendtorch --he
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -23,26 +22,10 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 DEFAULT_OUT = Path("reports/out")
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory (default reports/out/)")
-    parser.add_argument("--quick", action="store_true",
-                        help="one shape and one seed per op, a short model run, no 100-step optimizer study")
-    parser.add_argument("--erf-sample", type=int, default=None, metavar="N",
-                        help="spread inputs for the erf sweep's sample mode (default 20000, 2000 with --quick; "
-                             "0 skips it)")
-    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    parser.add_argument("--only", action="append", default=None, metavar="NAME",
-                        help="only this op (repeatable; names as in the table)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.add_argument("--no-drift", action="store_true", help="skip the tiny Llama's 100-step drift run")
-    parser.add_argument("--no-laws", action="store_true", help="skip the law table (the laws' ci profile)")
-    parser.add_argument("--erf-full", type=Path, default=FULL_SWEEP, metavar="JSON",
-                        help=f"the full erf sweep's results to include when present (default {FULL_SWEEP})")
+SCHEMA_VERSION = 1  # report.json's layout; report.schema.json describes it
 
 
 # ---- the machine -----------------------------------------------------------------------------------------------
@@ -121,6 +104,8 @@ def erf_sample(out: Path, n: int) -> dict[str, Any]:
     import numba
     n_threads = numba.get_num_threads()
     try:
+        import argparse  # the sweep's run() still takes its command's arguments
+
         p = argparse.ArgumentParser(prog="bendtorch erf-sweep")
         erf_sweep.add_arguments(p)  # its own options and defaults, whatever they are now
         ns = p.parse_args(["--sample", str(n), "--out", str(d), "--no-plots", "--quiet"])
@@ -145,7 +130,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FULL_SWEEP = ROOT / "reports" / "results" / "erf" / "erf_sweep.json"
 
 # the seed's claims for its erf (main.bend lines 1118-1120), checked against a sweep's JSON
-ERF_CLAIMS = [
+ERF_CLAIMS: list[tuple[str, Callable[[dict[str, Any]], bool], Callable[[dict[str, Any]], str]]] = [
     ("at most 0.93 ulp off", lambda e: e["max_ulp"] <= 0.93, lambda e: f"max {e['max_ulp']:.4f} ulp"),
     ("the correctly rounded float32 on 97.1% of the inputs",
      lambda e: abs(100 * e["correctly_rounded_fraction"] - 97.1) < 0.05,
@@ -360,48 +345,55 @@ def markdown(rep: dict[str, Any]) -> str:
     else:
         L.append(f"not run: {d}")
     lw = rep.get("laws")
-    L.append("\n## Laws (hypothesis, ci profile)\n")
+    L.append("\n## Laws (z3 proofs and hypothesis, ci profile)\n")
     if isinstance(lw, dict) and lw.get("status") == "ok":
         L.append(f"`{lw['command']}`: {sum(r['result'] == 'passed' for r in lw['rows'])} of {len(lw['rows'])} "
                  f"laws hold ({lw['seconds']:.0f} s).\n")
-        L.append("| family | law | holds | examples | result | time (s) |")
-        L.append("| --- | --- | --- | ---: | --- | ---: |")
+        L.append("| family | law | holds | known | examples | result | time (s) |")
+        L.append("| --- | --- | --- | --- | ---: | --- | ---: |")
         for r in lw["rows"]:
-            L.append(f"| {r['family']} | {r['law']} | {r['holds']} | {r['examples']} | {r['result']} | "
-                     f"{r['seconds']:.2f} |")
+            L.append(f"| {r['family']} | {r['law']} | {r['holds']} | {r.get('known', '')} | {r['examples']} | "
+                     f"{r['result']} | {r['seconds']:.2f} |")
     else:
         L.append(f"not run: {lw.get('status') if isinstance(lw, dict) else lw}")
     return "\n".join(L) + "\n"
 
 
-def run(args: argparse.Namespace) -> int:
+def report(out: Path = DEFAULT_OUT, quick: bool = False, erf_sample_n: int | None = None, plots: bool = True,
+           only: list[str] | None = None, quiet: bool = False, drift: bool = True, laws: bool = True,
+           erf_full_json: Path | None = None, command: str = "bendtorch report") -> dict[str, Any]:
+    """Run the comparisons and write out/report.json (SCHEMA_VERSION, checked against report.schema.json) and
+    out/REPORT.md. only: op names from reference.ops.OPS (an unknown name is a ValueError, before any work).
+    erf_sample_n: the erf sweep's sample size (default 20000, 2000 when quick; 0 skips it). Returns the report."""
     import numpy as np
 
     from bendtorch.reference.ops import OPS
 
+    if only:
+        unknown = [n for n in only if n not in {o.name for o in OPS}]
+        if unknown:
+            raise ValueError(f"no op named {', '.join(map(repr, unknown))}; the names are: "
+                             f"{', '.join(o.name for o in OPS)}")
     t0 = time.perf_counter()
-    out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    plots_dir = None if args.no_plots else out / "plots"
+    plots_dir = out / "plots" if plots else None
     if plots_dir is not None:
         plots_dir.mkdir(exist_ok=True)
-    ops = [o for o in OPS if not args.only or o.name in args.only]
-    command = "bendtorch " + " ".join(sys.argv[1:]) if sys.argv and "bendtorch" in sys.argv[0] else \
-        "bendtorch report" + "".join(f" {a}" for a in _argv_of(args))
+    ops = [o for o in OPS if not only or o.name in only]
     mach = machine()
-    rows, errors = run_ops(ops, args.quick, plots_dir, args.quiet)
+    rows, errors = run_ops(ops, quick, plots_dir, quiet)
 
     model: Any
     try:
         from bendtorch.reference.model import model_run, summary
-        model = summary(model_run(steps=10 if args.quick else 50))
+        model = summary(model_run(steps=10 if quick else 50))
         model = {k: (float(v) if isinstance(v, (np.floating, float)) else v) for k, v in model.items()}
     except Exception as e:  # noqa: BLE001
         model = f"{type(e).__name__}: {e}"
         errors.append(f"model: {model}")
     study_md = ""
     study_json: list[dict[str, Any]] = []
-    if not args.quick and not args.only:
+    if not quick and not only:
         try:
             from bendtorch.reference.optim_study import KINDS, study, table
             res = [study(k, s, seed=i) for i, k in enumerate(KINDS) for s in ((7, 13), (48, 64))]
@@ -409,49 +401,44 @@ def run(args: argparse.Namespace) -> int:
             study_json = [r.summary() for r in res]
         except Exception as e:  # noqa: BLE001
             errors.append(f"optimizer study: {type(e).__name__}: {e}")
-    n_erf = args.erf_sample if args.erf_sample is not None else (2000 if args.quick else 20000)
+    n_erf = erf_sample_n if erf_sample_n is not None else (2000 if quick else 20000)
     erf = erf_sample(out, n_erf)
-    full = erf_full(args.erf_full, out)
-    drift: Any = "skipped (--no-drift)"
-    if not args.no_drift and not args.only:
+    full = erf_full(erf_full_json if erf_full_json is not None else FULL_SWEEP, out)
+    drift_res: Any = "skipped (--no-drift)"
+    if drift and not only:
         try:
-            drift = drift_run(out, 20 if args.quick else 100, plots_dir is not None)
+            drift_res = drift_run(out, 20 if quick else 100, plots_dir is not None)
         except Exception as e:  # noqa: BLE001
-            drift = f"{type(e).__name__}: {e}"
-            errors.append(f"drift: {drift}")
-    laws: Any = {"status": "skipped (--no-laws)"}
-    if not args.no_laws and not args.only:
-        laws = law_table(out)
-        if laws.get("status") != "ok" or not laws.get("all_pass"):
-            errors.append(f"laws: {laws.get('status')}, all pass: {laws.get('all_pass')}")
+            drift_res = f"{type(e).__name__}: {e}"
+            errors.append(f"drift: {drift_res}")
+    law_res: Any = {"status": "skipped (--no-laws)"}
+    if laws and not only:
+        law_res = law_table(out)
+        if law_res.get("status") != "ok" or not law_res.get("all_pass"):
+            errors.append(f"laws: {law_res.get('status')}, all pass: {law_res.get('all_pass')}")
 
-    rep = {"command": command, "mode": "quick" if args.quick else "full",
+    draft = {"schema_version": SCHEMA_VERSION, "command": command, "mode": "quick" if quick else "full",
            "written": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": mach,
            "seconds": time.perf_counter() - t0, "rows": rows, "errors": errors, "model": model,
            "optimizer_study": study_md, "optimizer_study_rows": study_json, "erf": erf, "erf_full": full,
-           "drift": drift, "laws": laws,
-           "all_pass": all(r["pass"] for r in rows) and not errors}
-    (out / "report.json").write_text(json.dumps(rep, indent=1, default=_json_default))
-    (out / "REPORT.md").write_text(markdown(rep))
+           "drift": drift_res, "laws": law_res,
+           "all_pass": bool(rows) and all(r["pass"] for r in rows) and not errors}
+    rep: dict[str, Any] = json.loads(json.dumps(draft, default=_json_default))  # as written, as the schema sees it
+    from bendtorch.impl.checkpoint import write_atomic
+    write_atomic(out / "report.json", json.dumps(rep, indent=1).encode())
+    write_atomic(out / "REPORT.md", markdown(rep).encode())
     n_ok = sum(r["pass"] for r in rows)
     print(f"{n_ok} of {len(rows)} rows pass; {len(errors)} errors; {rep['seconds']:.1f} s -> "
           f"{out / 'REPORT.md'}, {out / 'report.json'}")
-    return 0 if rep["all_pass"] else 1
+    return rep
 
 
-def _argv_of(args: argparse.Namespace) -> list[str]:
-    a = []
-    if args.out != DEFAULT_OUT:
-        a += ["--out", str(args.out)]
-    if args.quick:
-        a.append("--quick")
-    if args.erf_sample is not None:
-        a += ["--erf-sample", str(args.erf_sample)]
-    if args.no_plots:
-        a.append("--no-plots")
-    for o in args.only or []:
-        a += ["--only", o]
-    return a
+def schema() -> dict[str, Any]:
+    """The JSON Schema of report.json (report.schema.json, shipped beside this module)."""
+    from importlib import resources
+    doc = json.loads(resources.files(__package__ or "bendtorch.reports").joinpath("report.schema.json").read_text())
+    assert isinstance(doc, dict)
+    return doc
 
 
 def _json_default(o: Any) -> Any:
@@ -467,13 +454,3 @@ def _json_default(o: Any) -> Any:
     if isinstance(o, Path):
         return str(o)
     return str(o)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bendtorch report", description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -170,3 +170,15 @@ def test_a_process_killed_while_saving_leaves_a_whole_checkpoint(tmp_path: Path)
     leftovers = [p for p in tmp_path.iterdir() if p.name != "ck.bin"]
     for p in leftovers:  # a killed writer may leave its temporary file; the checkpoint itself is whole
         assert p.name.startswith(".tmp-ck.bin-")
+
+
+def test_a_packed_tree_1000_deep_is_refused_where_the_seed_would_misread_it(tmp_path: Path) -> None:
+    # main.bend lines 3095-3114 read the tree with fuel 1000: a part at depth 1000 becomes PNew{False} and its
+    # cells are read as what follows. impl refuses such a file with a clear error (docs/checkpoints.md).
+    from bendtorch.impl.checkpoint import _pt_parse
+    deep = np.array([1] * 1000 + [0, 0] + [0, 0] * 1000, np.uint32)
+    with pytest.raises(CheckpointError, match="1000 deep"):
+        _pt_parse("f", deep, 0)
+    ok = np.array([1] * 999 + [0, 0] + [0, 0] * 999, np.uint32)
+    t, end = _pt_parse("f", ok, 0)
+    assert end == ok.size

@@ -13,7 +13,7 @@ from bendtorch.impl.bits import f32_bits, same_bits
 from bendtorch.impl.kernels import dropout as D
 from bendtorch.impl.kernels import elementwise as E
 from bendtorch.impl.kernels import libm
-from bendtorch.impl.layers.activations import GELU, GELUErf, ReLU, Sigmoid, SiLU, Tanh
+from bendtorch.impl.layers.activations import Activation
 from bendtorch.impl.layers.dropout import DropP, Dropout
 from bendtorch.impl.optim import CSGD, opt_at
 from bendtorch.impl.protocol import NoMom
@@ -22,7 +22,7 @@ from tests.bitcheck import same_bits_or_nan  # noqa: E402
 
 F32 = np.float32
 Arr = npt.NDArray[np.float32]
-OPS = list(range(len(E.NAMES)))
+OPS = [k.code for k in E.ACTS]
 SPECIALS = np.array([0.0, -0.0, 1e-45, -1e-45, 1e-40, -3e-39, 1.1754944e-38, -1.1754942e-38, 1e20, -1e20, 3e38,
                      -3.4028235e38, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 9.0, -9.0, 88.7, -88.7, 104.0,
                      -104.0, 3.92, -3.92, 0.84375, -0.84375], dtype=F32)
@@ -49,7 +49,7 @@ def test_activation_kernel_equals_plain(op: int, threads: int) -> None:
     x, dy = inputs(op)
     y = E.act_fwd(op, x)
     assert same_bits(y, E.act_fwd_plain(op, x))
-    v = y if E.SAVES_OUTPUT[op] else x
+    v = y if E.act_kernel(op).saves_output else x
     assert same_bits(E.act_bwd(op, dy, v), E.act_bwd_plain(op, dy, v))
 
 
@@ -60,8 +60,38 @@ def test_activation_specials(op: int, threads: int) -> None:
     dys = np.tile(SPECIALS, SPECIALS.size)
     y = E.act_fwd(op, xs)
     assert same_bits(y, E.act_fwd_plain(op, xs))
-    v = y if E.SAVES_OUTPUT[op] else xs
+    v = y if E.act_kernel(op).saves_output else xs
     assert same_bits_or_nan(E.act_bwd(op, dys, v), E.act_bwd_plain(op, dys, v))
+
+
+@pytest.mark.parametrize("op", OPS, ids=E.NAMES)
+def test_each_code_dispatches_to_its_own_kernels(op: int) -> None:
+    # numba's dispatch (act_v / act_d over the codes) reaches the entry's own scalar kernels, and the plain twins
+    # are the entry's: a branch sending a code to another activation's kernel fails here
+    k = E.act_kernel(op)
+    assert E.act_kernel(k.name) is k and E.NAMES[E.ACTS.index(k)] == k.name
+    x, dy = inputs(100 + op)
+    x, dy = x[:64], dy[:64]
+    assert same_bits(np.array([E.act_v(op, v) for v in x], F32), np.array([k.v(v) for v in x], F32))
+    assert same_bits(np.array([E.act_d(op, a, v) for a, v in zip(dy, x)], F32),
+                     np.array([k.d(a, v) for a, v in zip(dy, x)], F32))
+    assert same_bits(E.act_fwd_plain(op, x), k.plain_v(x)) and same_bits(E.act_fwd(k.name, x), E.act_fwd(op, x))
+    others = [j for j in E.ACTS if j is not k]
+    assert all(not same_bits(E.act_fwd(op, x), E.act_fwd(j.code, x)) for j in others)
+
+
+@pytest.mark.parametrize("bad", [len(E.ACTS), -1, 99, "Softplus", "relu"])
+def test_an_unknown_activation_raises(bad: int | str) -> None:
+    x = np.ones(3, F32)
+    for f in (lambda: E.act_fwd(bad, x), lambda: E.act_bwd(bad, x, x), lambda: E.act_fwd_plain(bad, x),
+              lambda: E.act_bwd_plain(bad, x, x), lambda: Activation(str(bad), 2, 3)):
+        with pytest.raises(ValueError, match="unknown activation"):
+            f()
+    if isinstance(bad, int):  # the numba dispatch itself raises too (no fallthrough to a last branch)
+        with pytest.raises(ValueError, match="unknown activation code"):
+            E.act_v(bad, F32(1.0))
+        with pytest.raises(ValueError, match="unknown activation code"):
+            E.act_d(bad, F32(1.0), F32(1.0))
 
 
 def test_relu_seed_rules() -> None:
@@ -93,16 +123,16 @@ def test_constants_and_formulas() -> None:
     assert E.act_bwd(E.GELU_ERF, np.array([F32(1.0)]), np.array([x]))[0] == F32(cdf + F32(x * pdf))
 
 
-@pytest.mark.parametrize("make", [ReLU, Sigmoid, Tanh, SiLU, GELU, GELUErf])
-def test_activation_layers(make: object) -> None:
-    lay = make(3, 5)  # type: ignore[operator]
+@pytest.mark.parametrize("name", E.NAMES)
+def test_activation_layers(name: str) -> None:
+    lay = Activation(name, 3, 5)
     rng = np.random.default_rng(1)
     x = rng.standard_normal((3, 5)).astype(F32)
     x0 = x.copy()
     r = lay.fwd(None, x)
-    op = E.NAMES.index(lay.name.split("(")[0])
+    op = E.act_kernel(name).code
     assert same_bits(r.y, E.act_fwd_plain(op, x))
-    assert same_bits(r.s, r.y if E.SAVES_OUTPUT[op] else x)
+    assert same_bits(r.s, r.y if E.act_kernel(op).saves_output else x)
     assert r.s is not x and r.s is not r.y          # the saved value is a copy, as the seed's clone
     dy = rng.standard_normal((3, 5)).astype(F32)
     b = lay.bwd(None, r.s, dy, None)

@@ -32,7 +32,7 @@ def test_linear_forward_backward(first: bool) -> None:
     rng = np.random.default_rng(1)
     n, i, o = 4, 3, 5
     lay = LinearFirst(n, i, o) if first else Linear(n, i, o)
-    assert lay.name == ("LinearFirst(4x3->5)" if first else "Linear(4x3->5)")
+    assert lay.name == ("LinearFirst(4, 3, 5)" if first else "Linear(4, 3, 5)")
     assert lay.count() == o * (i + 1)
     p = _lin_params(rng, i, o)
     x = _rand(rng, n, i)
@@ -56,7 +56,7 @@ def test_linear_nb() -> None:
     rng = np.random.default_rng(2)
     n, i, o = 7, 20, 3
     lay = LinearNB(n, i, o)
-    assert lay.name == "LinearNB(7x20->3)" and lay.count() == o * i
+    assert lay.name == "LinearNB(7, 20, 3)" and lay.count() == o * i
     w, x, dy = _rand(rng, o, i), _rand(rng, n, i), _rand(rng, n, o)
     r = lay.fwd(w, x)
     assert _same_bits(r.y, mm_plain(x, np.ascontiguousarray(w.T)))

@@ -1,4 +1,4 @@
-"""impl.llama's builder and `bendtorch train` (bendtorch/train_cmd.py): the model's structure and parameter count,
+"""impl.llama's builder and `bendtorch train` (bendtorch/commands/train.py, reports/training.py): the model's structure and parameter count,
 determinism, and a short training run that lowers the loss; bad flags fail before any work."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from bendtorch import impl
-from bendtorch import train_cmd
+from bendtorch.cli import main
+from bendtorch.commands import train as train_cmd
+from bendtorch.reports.training import optimizer_config
 from bendtorch.impl import llama
 from bendtorch.impl.protocol import ShapeError
 
@@ -58,13 +60,16 @@ def test_config_checks() -> None:
 @pytest.mark.parametrize("argv", [["--steps", "0"], ["--b1", "1.5"], ["--lr", "-1"], ["--batch", "0"],
                                   ["--betas", "0.9", "nan"], ["--lr", "0"]])
 def test_bad_flags(argv: list[str], tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert train_cmd.run(_args(*argv, "--out", str(tmp_path / "o"))) == 2
+    assert main(["train", *argv, "--out", str(tmp_path / "o")]) == 2
     assert "error" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()  # nothing done
 
 
-def test_complement() -> None:
-    assert train_cmd.complement(0.9) == 0.1 and train_cmd.complement(0.999) == 0.001
+def test_adam_constants_are_the_decimals_meant() -> None:
+    # c = 1 - b as the decimal the user meant (oracle.hyper.one_minus), not 1 - b in float32 (main.bend 273-275)
+    cfg = optimizer_config("adamw", 1e-3, 0.9, 0.999)
+    assert cfg.c1 == np.float32(0.1) and cfg.c2 == np.float32(0.001)
+    assert cfg.c2 != np.float32(1.0) - np.float32(0.999)
 
 
 def test_train_tiny_lowers_loss(tmp_path: pathlib.Path) -> None:

@@ -1,10 +1,12 @@
-"""The error-analysis notebooks (notebooks/, issue 7) run headless to the end at the small size, and each one's
-verdict is the outcome its first cell states and the one measured when they were written (EXPECTED).
+"""The error-analysis notebooks (notebooks/0*.py, jupytext percent format, each paired with the committed .ipynb that
+`jupytext --to ipynb` makes from it) run headless to the end at the small size, and each one's verdict is the
+outcome its first cell states and the one measured when they were written (EXPECTED).
 
 Each notebook is executed with nbclient in a fresh kernel running this interpreter (sys.executable: a kernelspec is
 written to a temporary JUPYTER_PATH, so nothing needs installing by hand on a fresh venv), with BENDTORCH_NB_SIZE=small
 and the notebooks directory as the working directory. The verdict cell prints `VERDICT_JSON {...}`; the test reads it.
-The notebooks are committed without outputs; this test checks that too (outputs in git would go stale).
+The .ipynb files are committed without outputs and hold their .py's cells; this test checks both (outputs in git would
+go stale, and a .py edited without regenerating its .ipynb would run other code than the one reviewed).
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ EXPECTED = {
     "05_erf.ipynb": True,
     "06_bf16_moments.ipynb": True,
     "07_norm_row_sums.ipynb": True,
+    "08_adam_c2_settled.ipynb": False,
+    "09_orders_at_scale.ipynb": True,
+    "10_two_truths.ipynb": True,
+    "11_invariance.ipynb": True,
 }
 KERNEL = "bendtorch-nb-test"
 OUTCOME = re.compile(r"the claim (reproduces|does not reproduce)")
@@ -66,26 +72,37 @@ def verdict_of(nb: Any) -> dict[str, Any]:
     raise AssertionError("no VERDICT_JSON line in the notebook's outputs")
 
 
-def test_every_notebook_is_listed_and_generated() -> None:
-    found = sorted(p.name for p in NB_DIR.glob("0*.ipynb"))
+def test_every_notebook_is_listed_and_in_sync_with_its_source() -> None:
+    jupytext = pytest.importorskip("jupytext")
+    found = sorted(p.name for p in NB_DIR.glob("[0-9][0-9]_*.ipynb"))
     assert found == sorted(EXPECTED), found
-    sys.path.insert(0, str(NB_DIR))
-    try:
-        import make_notebooks as M
-    finally:
-        sys.path.remove(str(NB_DIR))
-    for name in EXPECTED:  # the committed files are the generator's, without outputs
+    assert sorted(p.stem for p in NB_DIR.glob("[0-9][0-9]_*.py")) == sorted(n[:-6] for n in EXPECTED), (
+        "a .py source missing")
+    for name in EXPECTED:  # the committed .ipynb is its .py's cells, without outputs
         disk = nbformat.read(NB_DIR / name, as_version=4)
-        assert nbformat.writes(disk) == nbformat.writes(M.build(name)), f"{name}: rerun notebooks/make_notebooks.py"
+        src = jupytext.read(NB_DIR / (name[:-6] + ".py"))
+        cells = [(c.cell_type, c.source) for c in disk.cells]
+        assert cells == [(c.cell_type, c.source) for c in src.cells], (
+            f"{name} differs from {name[:-6]}.py: run `jupytext --to ipynb notebooks/{name[:-6]}.py`")
         assert all(not c.get("outputs") and c.get("execution_count") is None
                    for c in disk.cells if c.cell_type == "code"), f"{name} is committed with outputs"
+
+
+def test_sync_check_catches_an_edited_source() -> None:
+    """The check above compares sources: an edit to one side shows."""
+    jupytext = pytest.importorskip("jupytext")
+    name = next(iter(EXPECTED))
+    src = jupytext.read(NB_DIR / (name[:-6] + ".py"))
+    src.cells[-1].source += "\nprint('edited')"
+    disk = nbformat.read(NB_DIR / name, as_version=4)
+    assert [c.source for c in disk.cells] != [c.source for c in src.cells]
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))
 def test_notebook_runs_and_verdict_matches(name: str, kernel_env: dict[str, str],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    for k, v in kernel_env.items():
-        monkeypatch.setenv(k, v)
+    for key, val in kernel_env.items():
+        monkeypatch.setenv(key, val)
     monkeypatch.setenv("BENDTORCH_NB_SIZE", "small")
     nb = nbformat.read(NB_DIR / name, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name=KERNEL,

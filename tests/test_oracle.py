@@ -131,9 +131,9 @@ def test_linear_gradients(make: Callable[[int, int, int], Layer[Any, Any, Any, A
         check_layer(lay, p, x)
 
 
-@pytest.mark.parametrize("name", ["ReLU", "Sigmoid", "Tanh", "SiLU", "GELU", "GELUErf"])
+@pytest.mark.parametrize("name", list(funcs.ACTIVATIONS))
 def test_activation_gradients(name: str) -> None:
-    lay = getattr(L, name)(N, O)
+    lay = L.Activation(name, N, O)
     x = away_from_zero(rng(3).standard_normal((N, O)) * 2.0, rng(4))
     check_layer(lay, None, x)
 
@@ -288,28 +288,15 @@ def test_label_rules() -> None:
 XS = np.array([-40.0, -12.5, -6.0, -1.0, -0.3, -1e-9, 0.0, 2e-7, 0.5, 1.7, 4.0, 9.0, 30.0])
 
 
-def mp_ref(name: str, x: float) -> float:
-    v = mpmath.mpf(x)
-    if name == "sigmoid":
-        return float(1 / (1 + mpmath.exp(-v)))
-    if name == "silu":
-        return float(v / (1 + mpmath.exp(-v)))
-    if name == "tanh":
-        return float(mpmath.tanh(v))
-    if name == "gelu_tanh":
-        return float(v / 2 * (1 + mpmath.tanh(mpmath.sqrt(2 / mpmath.pi) * (v + mpmath.mpf("0.044715") * v ** 3))))
-    return float(v / 2 * (1 + mpmath.erf(v / mpmath.sqrt(2))))
-
-
-@pytest.mark.parametrize("name", ["sigmoid", "silu", "tanh", "gelu_tanh", "gelu_erf"])
+@pytest.mark.parametrize("name", list(funcs.ACTIVATIONS))
 def test_activation_values_against_mpmath(name: str) -> None:
     """Relative 1e-13 (~2^-43) even in the tails where the textbook forms cancel (gelu(-12.5) ~ 1e-68): the
     rewritings in oracle/funcs.py keep float64's precision. (GELU's sqrt(2/pi) is float64's, 2^-53 relative, and
     u = 30 (x + ...) amplifies an input's relative error by ~|du/dx x / u| < 3: still far under 1e-13.)"""
-    f = getattr(funcs, name)
+    f, _, f_mp = funcs.ACTIVATIONS[name]
     got = f(XS.copy())
     with mpmath.workdps(2500):      # the textbook forms cancel down to ~1e-2000 at x = -40: keep every digit
-        want = np.array([mp_ref(name, float(x)) for x in XS])
+        want = np.array([float(f_mp(mpmath.mpf(float(x)))) for x in XS])
     for x, g_, w in zip(XS, got, want):
         assert abs(g_ - w) <= 1e-13 * abs(w), (name, x, g_, w)
 

@@ -1,10 +1,16 @@
-"""Pins the bits of whole training runs across the speed work of issue 8 (the kernels were made faster without
-changing a single bit): the sha256 of the dump of a tiny Llama's parameters after 3 AdamW steps from a fixed seed,
-and of a 2-layer smol's after 1 step at t = 32. The constants were recorded BEFORE any kernel was changed."""
+"""Pins the bits of whole training runs: the sha256 of the dump of a tiny Llama's parameters after 3 AdamW steps from
+a fixed seed, and of a 2-layer smol's after 1 step at t = 32, with impl's portable exp, log, tanh, sin, cos, pow (the
+default of impl.kernels.libm). Speed work must leave them unchanged; and since every function impl calls is its own
+float32 code, they do not depend on the machine: the same bits under numba's generic CPU target and the host's, with
+1 and 2 threads (checked in subprocesses)."""
 
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,12 +37,43 @@ def _run(name: str, steps: int, b: int, **changes: Any) -> str:
     return hashlib.sha256(dump.tobytes()).hexdigest()
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
 def test_tiny_three_adamw_steps_keep_their_bits() -> None:
     assert _run("tiny", 3, 4) == TINY_3_STEPS
 
 
 def test_smol_two_layers_one_step_keeps_its_bits() -> None:
     assert _run("smol", 1, 1, layers=2, t=32) == SMOL_2L_T32_1_STEP
+
+
+_BITS_SCRIPT = """
+import numba
+from tests.test_speed_bits import _run
+out = []
+for threads in (1, 2):
+    numba.set_num_threads(threads)
+    out += [_run("tiny", 3, 4), _run("smol", 1, 1, layers=2, t=32)]
+print(numba.config.CPU_NAME or "host", " ".join(out))
+"""
+
+
+def test_bits_do_not_depend_on_the_cpu_target_or_the_threads() -> None:
+    # numba compiles for the host CPU (AVX-512 here) or for a generic x86-64 (no vector extensions beyond SSE2, no
+    # FMA): impl's kernels and functions are float32 operations in a fixed order, so the bits must not change
+    got = {}
+    for cpu in ("generic", "host"):
+        env = dict(os.environ, NUMBA_CPU_NAME=cpu, NUMBA_NUM_THREADS="2", BENDTORCH_LIBM="portable")
+        p = subprocess.run([sys.executable, "-c", _BITS_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=3000)
+        assert p.returncode == 0, p.stderr[-2000:]
+        name, *shas = p.stdout.split()
+        assert name == cpu
+        got[cpu] = shas
+    want = [TINY_3_STEPS, SMOL_2L_T32_1_STEP] * 2
+    assert got["generic"] == want, got
+    assert got["host"] == want, got
 
 
 def test_every_matmul_driver_gives_the_plain_order_bits() -> None:

@@ -45,7 +45,7 @@ def float_in(lo: float, hi: float, lo_open: bool = False) -> Callable[[str], flo
 
 def writable_dir(path: Path, what: str = "--out") -> Path:
     """Create path (and its parents) if missing and probe that a file can be written there; UsageError otherwise."""
-    if path.exists() and not path.is_dir():
+    if os.path.exists(path) and not os.path.isdir(path):
         raise UsageError(f"{what} {path}: exists and is not a directory")
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -60,10 +60,27 @@ def writable_dir(path: Path, what: str = "--out") -> Path:
 def json_target(path: Path, what: str = "--json") -> Path:
     """A JSON file to be written: its directory must exist and be writable; UsageError otherwise."""
     parent = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
+    if os.path.isdir(path):
         raise UsageError(f"{what} {path}: is a directory, not a file")
-    if not parent.is_dir():
+    if not os.path.isdir(parent):
         raise UsageError(f"{what} {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK):
         raise UsageError(f"{what} {path}: directory {parent} is not writable")
+    return path
+
+
+def will_be_writable(path: Path, what: str = "--out") -> Path:
+    """writable_dir without creating anything: path is a writable directory, or the nearest part of it that exists
+    is one (probed with a file written and removed there); UsageError otherwise."""
+    base = path
+    while not os.path.exists(base) and base != base.parent:  # os.path: False, not an error, where access is denied
+        base = base.parent
+    if not os.path.isdir(base):
+        raise UsageError(f"{what} {path}: {base} exists and is not a directory")
+    try:
+        probe = base / f".bendtorch-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise UsageError(f"{what} {path}: {base} is not writable ({e.strerror or e})") from None
     return path

@@ -3,8 +3,9 @@ literal written as np.float32 (a bare 1.0 is wider than float32 in numba and wou
 loop order fixed and documented. Each kernel module keeps a plain version of the same order (`*_plain`), and tests/
 checks the two agree bit for bit.
 
-The transcendental functions are the C library's float32 ones (numba's math.exp on a float32 calls expf, and so on
-for logf, tanhf, sinf, cosf, powf); numpy's float32 ufuncs have their own SIMD versions whose bits differ (7758 of
-20000 normal inputs for np.exp on this machine), so impl never uses them where bits matter. `impl.kernels.libm`
-gives the same C functions to plain Python code.
+The transcendental functions (exp, log, tanh, sin, cos, pow) are impl's own float32 code (`impl.kernels.portable`),
+called through `impl.kernels.libm` (`libm.exp32`, ... in kernels, `libm.expf`, ... in plain code), which can select
+the C library's expf, logf, ... instead (BENDTORCH_LIBM=clib); numpy's float32 ufuncs have their own SIMD versions
+whose bits differ (7758 of 20000 normal inputs for np.exp on this machine), so impl never uses them where bits
+matter.
 """

@@ -31,26 +31,25 @@ in a tree of parallel lets when `attn_tree(b, t, w)` says so (line 2698), with t
 same compiled function as in the sequential kernels, so the bits never depend on the thread count or on the choice;
 `attn_parallel` decides, and the layer's `par` argument can force either way (tests check the law).
 
-Speed (issue 8, same bits): the four weighted sums over positions (O = P·V, dQ = G·K, dK += Gᵀ·Q, dV += Pᵀ·dO)
+Speed (same bits): the four weighted sums over positions (O = P·V, dQ = G·K, dK += Gᵀ·Q, dV += Pᵀ·dO)
 run through `_wsum`, the matrix product's register-blocked running sum (four output rows share each loaded row of
 V, K, Q or dO), with Gᵀ and Pᵀ copied once per head so that every sum reads a row; each sum is still over all t
 positions, left to right from +0.0, each product rounded before it is added.
 
-Every literal inside the kernels is np.float32; exp is numba's math.exp on float32 (the C library's expf). The plain
-versions (`*_plain`) keep the same order with numpy float32 element-wise operations (one rounding each) and
-impl.kernels.libm.expf.
+Every literal inside the kernels is np.float32; exp is impl.kernels.libm.exp32 (impl's portable exp unless
+BENDTORCH_LIBM=clib). The plain versions (`*_plain`) keep the same order with numpy float32 element-wise operations
+(one rounding each) and impl.kernels.libm.expf (the same function).
 """
 
 from __future__ import annotations
 
-import math
-from typing import Any
 
 import numba
 import numpy as np
 import numpy.typing as npt
 
 from bendtorch.impl.kernels import libm
+from bendtorch.impl.kernels.index import group_heads, head_cols, kv_of, n_visible, row_of, source, unit_of
 from bendtorch.impl.kernels.matmul import _block4
 
 F = npt.NDArray[np.float32]
@@ -63,19 +62,10 @@ _ZERO = np.float32(0.0)
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _kv_of_py(hi: int, g: int) -> int:
-    """The key/value head that query head hi reads with g query heads per key/value head (kv_of, line 2216)."""
-    return hi // g
-
-
-def _head_cols_py(hi: int, g: int, hd: int) -> tuple[int, int]:
-    """(hc, kc): query head hi's first column in Q and its key/value head's first column in K and V (head_cols,
-    line 2369). Both passes take their columns from here (the law kv_cols)."""
-    return hi * hd, (hi // g) * hd
-
-
-kv_of: Any = numba.njit(cache=True)(_kv_of_py)
-head_cols: Any = numba.njit(cache=True)(_head_cols_py)
+# kv_of, head_cols, row_of, n_visible, group_heads and unit_of live in impl.kernels.index (proved for every size by
+# laws/proofs.py); the plain twins call their Python source.
+_kv_of_py = source(kv_of)
+_head_cols_py = source(head_cols)
 
 
 def attn_tree(b: int, t: int, w: int) -> bool:
@@ -136,19 +126,20 @@ def _probs(q: F, k: F, p: F, r0: int, t: int, hd: int, hc: int, kc: int, sc: np.
     kt = _cols_t(k, r0, t, kc, hd)
     srow = np.empty(t, dtype=np.float32)
     for i in range(t):
-        _dots(q, r0 + i, hc, kt, hd, i + 1, srow)
-        for j in range(i + 1):
+        nv = n_visible(i)
+        _dots(q, r0 + i, hc, kt, hd, nv, srow)
+        for j in range(nv):
             p[i, j] = srow[j] * sc
-        # psmc over the i + 1 positions written
+        # psmc over the nv positions written
         m = p[i, 0]
-        for j in range(1, i + 1):
+        for j in range(1, nv):
             m = _fmax(m, p[i, j])
         acc = _ZERO
-        for j in range(i + 1):
-            e = np.float32(math.exp(p[i, j] - m))
+        for j in range(nv):
+            e = np.float32(libm.exp32(p[i, j] - m))
             p[i, j] = e
             acc += e
-        for j in range(i + 1):
+        for j in range(nv):
             p[i, j] = p[i, j] / acc
 
 
@@ -177,7 +168,7 @@ def _transpose(a: F, out: F) -> None:
 @numba.njit(cache=True)
 def _fwd_unit(q: F, k: F, v: F, o: F, bi: int, hi: int, t: int, g: int, hd: int, sc: np.float32) -> None:
     """Sequence bi, query head hi: O's rows bi*t.. at the head's columns (head_fwd, line 2391)."""
-    r0 = bi * t
+    r0 = row_of(bi, 0, t)
     hc, kc = head_cols(hi, g, hd)
     p = np.zeros((t, t), dtype=np.float32)
     _probs(q, k, p, r0, t, hd, hc, kc, sc)
@@ -193,25 +184,27 @@ def _bwd_unit(q: F, k: F, v: F, dd: F, dq: F, dk: F, dv: F, bi: int, j: int, t: 
               sc: np.float32) -> None:
     """Sequence bi, key/value head j: its g query heads in head order (bgroup, line 2525); dK and dV of the group
     summed into dk and dv's columns of head j (zero on entry)."""
-    r0 = bi * t
+    r0 = row_of(bi, 0, t)
     p = np.zeros((t, t), dtype=np.float32)
     gm = np.zeros((t, t), dtype=np.float32)
     res = np.empty((t + 3, hd), dtype=np.float32)
     wt = np.empty((t, t), dtype=np.float32)
     srow = np.empty(t, dtype=np.float32)
-    for hi in range(j * g, j * g + g):
+    h0, h1 = group_heads(j, g)
+    for hi in range(h0, h1):
         hc, kc = head_cols(hi, g, hd)
         _probs(q, k, p, r0, t, hd, hc, kc, sc)
         # G row by row (grow, line 2464)
         vt = _cols_t(v, r0, t, kc, hd)
         for i in range(t):
-            _dots(dd, r0 + i, hc, vt, hd, i + 1, srow)
-            for jj in range(i + 1):
+            nv = n_visible(i)
+            _dots(dd, r0 + i, hc, vt, hd, nv, srow)
+            for jj in range(nv):
                 gm[i, jj] = srow[jj]
             s = _ZERO
-            for jj in range(i + 1):
+            for jj in range(nv):
                 s += gm[i, jj] * p[i, jj]
-            for jj in range(i + 1):
+            for jj in range(nv):
                 gm[i, jj] = (p[i, jj] * (gm[i, jj] - s)) * sc
         # dQ = G·K into the head's columns (pmul, line 2495)
         _wsum(gm, k[r0:r0 + t], kc, hd, res)
@@ -247,7 +240,8 @@ def _fwd_par(q: F, k: F, v: F, o: F, b: int, t: int, kv: int, g: int, hd: int, s
     and columns of o (fpar, line 2596)."""
     h = kv * g
     for u in numba.prange(b * h):
-        _fwd_unit(q, k, v, o, u // h, u % h, t, g, hd, sc)
+        bi, hi = unit_of(u, h)
+        _fwd_unit(q, k, v, o, bi, hi, t, g, hd, sc)
 
 
 @numba.njit(cache=True)
@@ -265,7 +259,8 @@ def _bwd_par(q: F, k: F, v: F, dd: F, dq: F, dk: F, dv: F, b: int, t: int, kv: i
     """The same units as _bwd_seq over threads: unit u is sequence u // kv, key/value head u mod kv (bpar,
     line 2663); a unit writes its g heads' columns of dq and its head's columns of dk and dv, rows of its sequence."""
     for u in numba.prange(b * kv):
-        _bwd_unit(q, k, v, dd, dq, dk, dv, u // kv, u % kv, t, g, hd, sc)
+        bi, j = unit_of(u, kv)
+        _bwd_unit(q, k, v, dd, dq, dk, dv, bi, j, t, g, hd, sc)
 
 
 def _check(q: F, k: F, v: F, b: int, t: int, kv: int, g: int, hd: int) -> None:

@@ -22,6 +22,8 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from bendtorch.impl.kernels.index import drop_counter
+
 F = npt.NDArray[np.float32]
 U = npt.NDArray[np.uint32]
 F32 = np.float32
@@ -63,7 +65,7 @@ def scale_of(p: np.float32) -> np.float32:
 def mask_into(key: np.uint64, p: np.float32, scale: np.float32, out: F) -> None:
     """out[i] = 0 if (mix32(key + i) >> 8) / 2^24 < p else scale, over the flat out (drop_l, line 1240)."""
     for i in numba.prange(out.size):
-        h = mix32((key + np.uint64(i)) & _M32)
+        h = mix32(drop_counter(key, i))
         u = np.float32(h >> _S8) / _TWO24
         out[i] = _ZERO if u < p else scale
 

@@ -16,9 +16,9 @@ ReLU, Sigmoid and Tanh save their output (ActOut, line 749), so d takes y; SiLU,
 product (3.0 * 0.044715 : F32) (line 1098) is rounded once to float32, as the seed computes it.
 
 The loops (`act_fwd`, `act_bwd`) are flat over the n*c numbers, in index order; each output depends on its own
-input only, so they run under prange. The activation is chosen by a code (RELU, ..., GELU_ERF). The plain twins
-(`act_fwd_plain`, `act_bwd_plain`) compute the same expressions with numpy float32 array operations (one rounding
-each) and the C library's functions through `impl.kernels.libm`.
+input only, so they run under prange. The activation is chosen by its entry in the table `ACTS` (a code or a name;
+any other raises). The plain twins (`act_fwd_plain`, `act_bwd_plain`) compute the same expressions with numpy float32
+array operations (one rounding each) and the C library's functions through `impl.kernels.libm`.
 
 Every kernel is compiled with error_model="numpy": a float division by zero gives the IEEE infinity or NaN, as the
 seed's F32 division does, instead of numba's default ZeroDivisionError (same bits otherwise).
@@ -27,7 +27,8 @@ seed's F32 division does, instead of numba's default ZeroDivisionError (same bit
 from __future__ import annotations
 
 import math
-from typing import Callable, cast
+from dataclasses import dataclass
+from typing import Any, Callable, cast
 
 import numba
 import numpy as np
@@ -47,9 +48,6 @@ TANH = 2
 SILU = 3
 GELU = 4
 GELU_ERF = 5
-NAMES = ("ReLU", "Sigmoid", "Tanh", "SiLU", "GELU", "GELUErf")
-# the activations whose backward pass reads the saved output (ActOut); the others read the saved input (ActIn)
-SAVES_OUTPUT = (True, True, True, False, False, False)
 
 _ZERO = np.float32(0.0)
 _HALF = np.float32(0.5)
@@ -159,7 +157,8 @@ def gelu_erf_d(dy: np.float32, x: np.float32) -> np.float32:
 
 @numba.njit(cache=True, error_model="numpy")
 def act_v(op: int, x: np.float32) -> np.float32:
-    """The activation of code op on one number."""
+    """The activation of code op on one number: numba's dispatch over the table's codes (ACTS below; a test checks
+    that each entry's code reaches its own kernel)."""
     if op == RELU:
         return relu_v(x)
     if op == SIGMOID:
@@ -170,7 +169,9 @@ def act_v(op: int, x: np.float32) -> np.float32:
         return silu_v(x)
     if op == GELU:
         return gelu_v(x)
-    return gelu_erf_v(x)
+    if op == GELU_ERF:
+        return gelu_erf_v(x)
+    raise ValueError("act_v: unknown activation code")
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -186,7 +187,9 @@ def act_d(op: int, dy: np.float32, v: np.float32) -> np.float32:
         return silu_d(dy, v)
     if op == GELU:
         return gelu_d(dy, v)
-    return gelu_erf_d(dy, v)
+    if op == GELU_ERF:
+        return gelu_erf_d(dy, v)
+    raise ValueError("act_d: unknown activation code")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -209,20 +212,24 @@ def act_bwd_into(op: int, dy: F, v: F, dx: F) -> None:
         dx[t] = act_d(op, dy[t], v[t])
 
 
-def act_fwd(op: int, x: F) -> F:
-    """The activation of code op over a float32 array of any shape; a new array."""
+def act_fwd(op: int | str, x: F) -> F:
+    """The activation op (a code or a name of ACTS) over a float32 array of any shape; a new array."""
+    k = act_kernel(op)
     xc = np.ascontiguousarray(x, dtype=F32)
     y = np.empty_like(xc)
-    act_fwd_into(op, xc.reshape(-1), y.reshape(-1))
+    act_fwd_into(k.code, xc.reshape(-1), y.reshape(-1))
     return y
 
 
-def act_bwd(op: int, dy: F, v: F) -> F:
-    """The input gradient of code op, from dy and the saved v (same shape); a new array."""
+def act_bwd(op: int | str, dy: F, v: F) -> F:
+    """The input gradient of op, from dy and the saved v (same shape); a new array."""
+    k = act_kernel(op)
     dyc = np.ascontiguousarray(dy, dtype=F32)
     vc = np.ascontiguousarray(v, dtype=F32)
+    if dyc.shape != vc.shape:
+        raise ValueError(f"{k.name}: dy {dyc.shape} and the saved value {vc.shape} differ in shape")
     dx = np.empty_like(dyc)
-    act_bwd_into(op, dyc.reshape(-1), vc.reshape(-1), dx.reshape(-1))
+    act_bwd_into(k.code, dyc.reshape(-1), vc.reshape(-1), dx.reshape(-1))
     return dx
 
 
@@ -250,50 +257,107 @@ def _cdf_plain(x: F) -> F:
     return _HALF * (_ONE + lib_map(erf_plain, x * _INV_SQRT2))
 
 
-def act_fwd_plain(op: int, x: F) -> F:
-    """act_fwd's expressions as numpy float32 array operations."""
-    x = np.asarray(x, dtype=F32)
-    with np.errstate(all="ignore"):
-        return _act_fwd_plain(op, x)
+def _relu_plain(x: F) -> F:
+    return np.where(x < _ZERO, _ZERO, x).astype(F32)
 
 
-def _act_fwd_plain(op: int, x: F) -> F:
-    if op == RELU:
-        return np.where(x < _ZERO, _ZERO, x).astype(F32)
-    if op == SIGMOID:
-        return _sigmoid_plain(x)
-    if op == TANH:
-        return lib_map(libm.tanhf, x)
-    if op == SILU:
-        return x / (_ONE + lib_map(libm.expf, -x))
-    if op == GELU:
-        return (_HALF * x) * (_ONE + lib_map(libm.tanhf, _inner_plain(x)))
+def _relu_d_plain(dy: F, y: F) -> F:
+    return np.where(y <= _ZERO, _ZERO, dy).astype(F32)
+
+
+def _sigmoid_d_plain(dy: F, y: F) -> F:
+    return (dy * (_ONE - y)) * y
+
+
+def _tanh_plain(x: F) -> F:
+    return lib_map(libm.tanhf, x)
+
+
+def _tanh_d_plain(dy: F, y: F) -> F:
+    return dy * (_ONE - y * y)
+
+
+def _silu_plain(x: F) -> F:
+    return x / (_ONE + lib_map(libm.expf, -x))
+
+
+def _silu_d_plain(dy: F, x: F) -> F:
+    s = _sigmoid_plain(x)
+    return cast(F, (dy * s) * (_ONE + x * (_ONE - s)))
+
+
+def _gelu_plain(x: F) -> F:
+    return (_HALF * x) * (_ONE + lib_map(libm.tanhf, _inner_plain(x)))
+
+
+def _gelu_d_plain(dy: F, x: F) -> F:
+    th = lib_map(libm.tanhf, _inner_plain(x))
+    left = _HALF * x
+    dleft = _HALF * (_ONE + th)
+    dright = (left * (_ONE - th * th)) * (_SQRT_2_OVER_PI * (_ONE + _GELU_3A * (x * x)))
+    return cast(F, dy * (dleft + dright))
+
+
+def _gelu_erf_plain(x: F) -> F:
     return (x * _HALF) * (_ONE + lib_map(erf_plain, x * _INV_SQRT2))
 
 
-def act_bwd_plain(op: int, dy: F, v: F) -> F:
-    """act_bwd's expressions as numpy float32 array operations."""
-    dy = np.asarray(dy, dtype=F32)
-    v = np.asarray(v, dtype=F32)
+def _gelu_erf_d_plain(dy: F, x: F) -> F:
+    pdf = _INV_SQRT_2PI * lib_map(libm.expf, (x * x) * _NEG_HALF)
+    return dy * (_cdf_plain(x) + x * pdf)
+
+
+def act_fwd_plain(op: int | str, x: F) -> F:
+    """act_fwd's expressions as numpy float32 array operations (the entry's plain twin)."""
+    k = act_kernel(op)
     with np.errstate(all="ignore"):
-        return _act_bwd_plain(op, dy, v)
+        return k.plain_v(np.asarray(x, dtype=F32))
 
 
-def _act_bwd_plain(op: int, dy: F, v: F) -> F:
-    if op == RELU:
-        return np.where(v <= _ZERO, _ZERO, dy).astype(F32)
-    if op == SIGMOID:
-        return (dy * (_ONE - v)) * v
-    if op == TANH:
-        return dy * (_ONE - v * v)
-    if op == SILU:
-        s = _sigmoid_plain(v)
-        return cast(F, (dy * s) * (_ONE + v * (_ONE - s)))
-    if op == GELU:
-        th = lib_map(libm.tanhf, _inner_plain(v))
-        left = _HALF * v
-        dleft = _HALF * (_ONE + th)
-        dright = (left * (_ONE - th * th)) * (_SQRT_2_OVER_PI * (_ONE + _GELU_3A * (v * v)))
-        return cast(F, dy * (dleft + dright))
-    pdf = _INV_SQRT_2PI * lib_map(libm.expf, (v * v) * _NEG_HALF)
-    return dy * (_cdf_plain(v) + v * pdf)
+def act_bwd_plain(op: int | str, dy: F, v: F) -> F:
+    """act_bwd's expressions as numpy float32 array operations (the entry's plain twin)."""
+    k = act_kernel(op)
+    with np.errstate(all="ignore"):
+        return k.plain_d(np.asarray(dy, dtype=F32), np.asarray(v, dtype=F32))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the table: impl's half of each activation's entry (reference.opinfo joins it with the oracle, PyTorch, bounds)
+# ---------------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ActKernel:
+    """One activation in impl: its name (the layer constructor's), its code (numba's dispatch in act_v / act_d),
+    whether its backward pass reads the saved output (ActOut, main.bend line 749) or the input (ActIn, line 1052),
+    its scalar kernels, their plain twins, and the seed's lines."""
+
+    name: str
+    code: int
+    saves_output: bool
+    v: Callable[..., Any]
+    d: Callable[..., Any]
+    plain_v: Callable[[F], F]
+    plain_d: Callable[[F, F], F]
+    seed_lines: str
+
+
+ACTS: tuple[ActKernel, ...] = (
+    ActKernel("ReLU", RELU, True, relu_v, relu_d, _relu_plain, _relu_d_plain, "752-761"),
+    ActKernel("Sigmoid", SIGMOID, True, sigmoid_v, sigmoid_d, _sigmoid_plain, _sigmoid_d_plain, "1055-1063"),
+    ActKernel("Tanh", TANH, True, tanh_v, tanh_d, _tanh_plain, _tanh_d_plain, "1065-1072"),
+    ActKernel("SiLU", SILU, False, silu_v, silu_d, _silu_plain, _silu_d_plain, "1074-1084"),
+    ActKernel("GELU", GELU, False, gelu_v, gelu_d, _gelu_plain, _gelu_d_plain, "1086-1102"),
+    ActKernel("GELUErf", GELU_ERF, False, gelu_erf_v, gelu_erf_d, _gelu_erf_plain, _gelu_erf_d_plain, "1201-1217"),
+)
+NAMES = tuple(k.name for k in ACTS)
+SAVES_OUTPUT = tuple(k.saves_output for k in ACTS)
+_BY_CODE = {k.code: k for k in ACTS}
+_BY_NAME = {k.name: k for k in ACTS}
+
+
+def act_kernel(op: int | str) -> ActKernel:
+    """The entry of an activation code or name; a ValueError for any other."""
+    k = _BY_NAME.get(op) if isinstance(op, str) else _BY_CODE.get(op)
+    if k is None:
+        raise ValueError(f"unknown activation {op!r}; the table has {', '.join(NAMES)}")
+    return k

@@ -1,13 +1,42 @@
-"""The C library's float32 functions for plain Python code: the very functions numba's math.* call on float32
-arguments, so a plain reference loop and a compiled kernel give the same bits."""
+"""The float32 functions impl's kernels call (exp, log, tanh, sin, cos, pow), chosen once, at import, by the
+environment variable BENDTORCH_LIBM:
+
+    portable (the default)   impl.kernels.portable: float32 and integer arithmetic only, the same bits on every
+                             machine, C library and operating system, correctly rounded on nearly every input
+    clib                     the C library's expf, logf, tanhf, sinf, cosf, powf (numba's math.* on a float32 calls
+                             them): the bits the seed-era figures were measured with, which differ between C
+                             libraries and their releases
+
+Kernels call the compiled `exp32`, `log32`, `tanh32`, `sin32`, `cos32`, `pow32`; plain Python code calls `expf`,
+`logf`, ... (the same functions, returning np.float32). `clib_expf`, ... always call the C library directly.
+
+numba's cache does not notice which function a compiled kernel called, so with BENDTORCH_LIBM=clib every kernel
+compiled after this module's import is cached in a separate directory (under NUMBA_CACHE_DIR when set, else the
+user's cache): the two choices never load each other's machine code. A kernel that calls one of these functions
+imports this module first, so its cache is always the right one.
+"""
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
-from typing import Callable
+import math
+import os
+from typing import Any, Callable
 
+import numba
 import numpy as np
+
+from bendtorch.impl.kernels import portable
+
+MODES = ("portable", "clib")
+MODE = os.environ.get("BENDTORCH_LIBM", "portable").strip().lower() or "portable"
+if MODE not in MODES:
+    raise ValueError(f"BENDTORCH_LIBM={os.environ.get('BENDTORCH_LIBM')!r}: must be one of {', '.join(MODES)}")
+
+if MODE == "clib":
+    _base = getattr(numba.config, "CACHE_DIR", "") or os.path.join(os.path.expanduser("~"), ".cache", "bendtorch")
+    setattr(numba.config, "CACHE_DIR", os.path.join(_base, "numba-libm-clib"))
 
 _libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
 
@@ -36,10 +65,71 @@ def _binary(name: str) -> Callable[[np.float32, np.float32], np.float32]:
     return call
 
 
-expf = _unary("expf")
-logf = _unary("logf")
-tanhf = _unary("tanhf")
-sinf = _unary("sinf")
-cosf = _unary("cosf")
-sqrtf = _unary("sqrtf")
-powf = _binary("powf")
+clib_expf = _unary("expf")
+clib_logf = _unary("logf")
+clib_tanhf = _unary("tanhf")
+clib_sinf = _unary("sinf")
+clib_cosf = _unary("cosf")
+clib_powf = _binary("powf")
+sqrtf = _unary("sqrtf")  # IEEE 754 requires sqrt correctly rounded: every C library gives the same bits
+
+
+@numba.njit(cache=True)
+def _c_exp(x: np.float32) -> Any:
+    return math.exp(x)
+
+
+@numba.njit(cache=True)
+def _c_log(x: np.float32) -> Any:
+    return math.log(x)
+
+
+@numba.njit(cache=True)
+def _c_tanh(x: np.float32) -> Any:
+    return math.tanh(x)
+
+
+@numba.njit(cache=True)
+def _c_sin(x: np.float32) -> Any:
+    return math.sin(x)
+
+
+@numba.njit(cache=True)
+def _c_cos(x: np.float32) -> Any:
+    return math.cos(x)
+
+
+@numba.njit(cache=True)
+def _c_pow(x: np.float32, y: np.float32) -> Any:
+    return math.pow(x, y)
+
+
+exp32: Any
+log32: Any
+tanh32: Any
+sin32: Any
+cos32: Any
+pow32: Any
+if MODE == "portable":
+    exp32, log32, tanh32 = portable.exp32, portable.log32, portable.tanh32
+    sin32, cos32, pow32 = portable.sin32, portable.cos32, portable.pow32
+else:
+    exp32, log32, tanh32, sin32, cos32, pow32 = _c_exp, _c_log, _c_tanh, _c_sin, _c_cos, _c_pow
+
+
+def _plain1(f: Any, name: str) -> Callable[[Any], np.float32]:
+    def call(x: Any) -> np.float32:
+        return np.float32(f(np.float32(x)))
+    call.__name__ = name
+    return call
+
+
+expf = _plain1(exp32, "expf")
+logf = _plain1(log32, "logf")
+tanhf = _plain1(tanh32, "tanhf")
+sinf = _plain1(sin32, "sinf")
+cosf = _plain1(cos32, "cosf")
+
+
+def powf(x: Any, y: Any) -> np.float32:
+    return np.float32(pow32(np.float32(x), np.float32(y)))

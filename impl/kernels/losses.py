@@ -30,7 +30,6 @@ seed's F32 division does, instead of numba's default ZeroDivisionError (same bit
 
 from __future__ import annotations
 
-import math
 
 import numba
 import numpy as np
@@ -40,6 +39,7 @@ from bendtorch.impl.kernels.serial import sized
 
 from bendtorch.impl.kernels import libm
 from bendtorch.impl.kernels.elementwise import lib_map
+from bendtorch.impl.kernels.index import ts_carry, ts_next, ts_pair, ts_pairs
 from bendtorch.impl.kernels.rows import row_max
 
 F = npt.NDArray[np.float32]
@@ -61,13 +61,14 @@ def tree_sum_inplace(a: F, m: int) -> np.float32:
     """tree_sum(m, a) (line 2808), over the first m numbers of the flat a, in place (a is scratch)."""
     if m == 0:
         return _ZERO
-    while m > 1:
-        h = m // 2
-        for i in range(h):
-            a[i] = a[2 * i] + a[2 * i + 1]
-        if m % 2 == 1:
-            a[h] = a[m - 1]
-        m = (m + 1) // 2
+    while m > 1:  # the pairing is impl.kernels.index's ts_* (proved for every m by laws/proofs.py)
+        for i in range(ts_pairs(m)):
+            left, right = ts_pair(i)
+            a[i] = a[left] + a[right]
+        odd, src, dst = ts_carry(m)
+        if odd:
+            a[dst] = a[src]
+        m = ts_next(m)
     return np.float32(a[0])
 
 
@@ -103,16 +104,16 @@ def ce_into(z: F, lab: I, dz: F) -> np.float32:
     n, c = z.shape
     nf = np.float32(n)
     terms = np.empty(n, dtype=np.float32)
-    bad = math.log(_TINY)
+    bad = libm.log32(_TINY)
     for i in numba.prange(n):
         m = row_max(z, i)
         for j in range(c):
-            dz[i, j] = math.exp(z[i, j] - m)
+            dz[i, j] = libm.exp32(z[i, j] - m)
         sc = dz[i].copy()
         s = tree_sum_inplace(sc, c)
         y = lab[i]
         if y < c:
-            terms[i] = (z[i, y] - m) - math.log(s)
+            terms[i] = (z[i, y] - m) - libm.log32(s)
         else:
             terms[i] = bad
         for j in range(c):

@@ -42,7 +42,7 @@ KB = 32 (median 1.02-1.65 ulps, bracketed error up to 2.75) and KB = 64 (median 
 than KB = 16 on every reference shape. KB = 16 rather than 8: about the same accuracy (median 1.2 against 1.1
 ulps, the bracketed error alike) at 60 rather than 49 GFLOP/s on (128x576)@(576x576).
 
-Speed (issue 8; the order above is untouched, tests/test_speed_bits.py pins the bits of whole training runs and
+Speed (the order above is untouched, tests/test_speed_bits.py pins the bits of whole training runs and
 compares every driver with mm_plain): numba @njit(cache=True, parallel=True), prange over tasks of independent
 outputs only (never over a sum). A task is MB output rows by one tile of columns (tiles of equal widths, at most
 JT = 1024, column tile outermost so the threads share one K x JT tile of B from the L2 cache); per K-block in
@@ -62,6 +62,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 import numpy.typing as npt
+
+from bendtorch.impl.kernels.index import block_span, n_blocks
 
 F = npt.NDArray[np.float32]
 F32 = np.float32
@@ -202,7 +204,7 @@ def _mm_task(a: F, b: F, c: F, kb: int, acc: bool, task: int, nrb: int, nlev: in
     stack; then each row's stack folded into C."""
     m, k = a.shape
     n = b.shape[1]
-    nb = (k + kb - 1) // kb
+    nb = n_blocks(k, kb)
     jt = task // nrb
     rb = task - jt * nrb
     i0 = rb * mb
@@ -214,7 +216,8 @@ def _mm_task(a: F, b: F, c: F, kb: int, acc: bool, task: int, nrb: int, nlev: in
     for blk in range(nb):
         for r in range(0, mr, RB):
             nr = min(RB, mr - r)
-            _block4(a, i0 + r, nr, b, blk * kb, min(k, (blk + 1) * kb), j0, jn, ss[0], ss[1], ss[2], ss[3])
+            k0, k1 = block_span(blk, kb, k)
+            _block4(a, i0 + r, nr, b, k0, k1, j0, jn, ss[0], ss[1], ss[2], ss[3])
             for q in range(nr):
                 _merge(ss[q], stacks[r + q], blk, jn)
     for r in range(mr):
@@ -227,7 +230,7 @@ def _mm(a: F, b: F, c: F, kb: int, acc: bool, mb: int, jtw: int) -> None:
     independent outputs (never over a sum), column tile outermost so that the threads share one tile of B."""
     m, k = a.shape
     n = b.shape[1]
-    nb = (k + kb - 1) // kb
+    nb = n_blocks(k, kb)
     nrb = (m + mb - 1) // mb
     njt = (n + jtw - 1) // jtw
     nlev = 1  # the stack's levels: the bit length of nb (at least 1)
@@ -242,7 +245,7 @@ def _mm_serial(a: F, b: F, c: F, kb: int, acc: bool, mb: int, jtw: int) -> None:
     """_mm's tasks in a plain loop on the calling thread (for small products; the same bits)."""
     m, k = a.shape
     n = b.shape[1]
-    nb = (k + kb - 1) // kb
+    nb = n_blocks(k, kb)
     nrb = (m + mb - 1) // mb
     njt = (n + jtw - 1) // jtw
     nlev = 1
@@ -259,6 +262,8 @@ def _run(a: F, b: F, c: F, kb: int, acc: bool) -> None:
     block. The tiling never changes the bits (each output's order is fixed by kb alone)."""
     m, k = a.shape
     n = b.shape[1]
+    if kb < 1:  # the blocks tile [0, k) for kb >= 1 (laws/proofs.py, matmul_blocks)
+        raise ValueError(f"matmul: the block length kb must be at least 1, got {kb}")
     if m * k * n < SERIAL_BELOW:
         _mm_serial(a, b, c, kb, acc, MB, JT)
     elif k * n >= BIG_B and m <= 256:
@@ -360,8 +365,3 @@ def add_row(y: F, b: F) -> F:
     """y <- y + b in place, b (1 x o) added to every row of y (n x o) (main.bend line 613): one rounding each."""
     y += b
     return y
-
-
-def matmul_plain(a: F, b: F) -> F:
-    """mm_plain with the module's KB (for tests)."""
-    return mm_plain(a, b, KB)

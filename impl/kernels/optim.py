@@ -1,7 +1,8 @@
 """The optimizers' element loops (main.bend lines 238-295), in place over flat float32 arrays, element by element
 in index order; each expression keeps the seed's order of operations and rounds each operation once.
 
-The plain versions are the same expressions in numpy float32 (one ufunc per operation, so one rounding each)."""
+The plain versions are the same expressions in numpy float32 (one ufunc per operation, so one rounding each); each
+kernel equals its twin bit for bit (tests/test_layers_optim_kernels.py)."""
 
 from __future__ import annotations
 

@@ -15,34 +15,24 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from bendtorch.impl.kernels.index import (bf16_of_bits, bf16_widen_bits, half, is_high, n_words, put, word_elems,
+                                            word_of)
+
 F = npt.NDArray[np.float32]
 U = npt.NDArray[np.uint32]
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
-_ABS = np.uint32(0x7FFFFFFF)
-_INF = np.uint32(0x7F800000)
-_RND = np.uint32(0x7FFF)
-_NAN16 = np.uint32(0xFFFF)
-_LO = np.uint32(0xFFFF)
-_HI = np.uint32(0xFFFF0000)
-_S16 = np.uint32(16)
-_ONE_U = np.uint32(1)
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
-def bf16_of_bits(u: np.uint32) -> np.uint32:
-    """F32 bits -> BF16 bits (ph_of_bits, main.bend line 321): add 0x7FFF plus the lowest kept bit, keep the top
-    half (round to nearest, ties to even; wraps mod 2^32 as U32 does); a NaN gives 0xFFFF."""
-    if (u & _ABS) > _INF:
-        return _NAN16
-    return np.uint32(np.uint32(np.uint32(u + _RND) + np.uint32((u >> _S16) & _ONE_U)) >> _S16)
+# bf16_of_bits (ph_of_bits, main.bend line 321), bf16_widen_bits (ph_to's bits, line 328), half and put (ph_half,
+# ph_put, lines 332-344) and the word layout live in impl.kernels.index, proved for every input by laws/proofs.py.
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
 def bf16_to_f32(h: np.uint32) -> np.float32:
     """BF16 bits -> F32, exact (ph_to, line 328)."""
     a = np.empty(1, np.uint32)
-    a[0] = np.uint32(h << _S16)
+    a[0] = bf16_widen_bits(h)
     return np.float32(a.view(np.float32)[0])
 
 
@@ -54,36 +44,26 @@ def f32_bits(x: np.float32) -> np.uint32:
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
-def _half(odd: bool, w: np.uint32) -> np.uint32:
-    return (w >> _S16) if odd else (w & _LO)
-
-
-@numba.njit(cache=True, inline="always", error_model="numpy")
-def _put(odd: bool, w: np.uint32, h: np.uint32) -> np.uint32:
-    return ((w & _LO) | np.uint32(h << _S16)) if odd else ((w & _HI) | h)
-
-
-@numba.njit(cache=True, inline="always", error_model="numpy")
 def _elem(t: int, w: F, g: F, mw: np.uint32, vw: np.uint32, vf: F, packed_v: bool, c1: np.float32,
           b2: np.float32, c2: np.float32, eps: np.float32, wd: np.float32, dec: bool, ns: np.float32,
           bc2: np.float32, decay: np.float32) -> tuple[np.uint32, np.uint32]:
-    odd = (t & 1) == 1
+    odd = is_high(t)
     x = w[t]
     y = g[t]
     gg = y if dec else y + x * wd
-    hm = bf16_of_bits(f32_bits(bf16_to_f32(_half(odd, mw)) + c1 * (gg - bf16_to_f32(_half(odd, mw)))))
+    hm = bf16_of_bits(f32_bits(bf16_to_f32(half(odd, mw)) + c1 * (gg - bf16_to_f32(half(odd, mw)))))
     if packed_v:
-        vo = bf16_to_f32(_half(odd, vw))
+        vo = bf16_to_f32(half(odd, vw))
         hv = bf16_of_bits(f32_bits(vo * b2 + (c2 * gg) * gg))
         nv = bf16_to_f32(hv)
-        vw = _put(odd, vw, hv)
+        vw = put(odd, vw, hv)
     else:
         nv = vf[t] * b2 + (c2 * gg) * gg
         vf[t] = nv
     xw = x * decay if dec else x
     w[t] = xw + (ns * bf16_to_f32(hm)) / (math.sqrt(nv) / bc2 + eps)
     g[t] = _ZERO
-    return _put(odd, mw, hm), vw
+    return put(odd, mw, hm), vw
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
@@ -93,10 +73,11 @@ def adamh(w: F, g: F, m: U, v: U, vf: F, packed_v: bool, lr: np.float32, c1: np.
     n = w.size
     ns = -step
     decay = _ONE - lr * wd
-    for k in numba.prange((n + 1) // 2):
+    for k in numba.prange(n_words(n)):
         mw = m[k]
         vw = v[k] if packed_v else np.uint32(0)
-        for t in range(2 * k, min(2 * k + 2, n)):
+        t0, t1 = word_elems(k, n)
+        for t in range(t0, t1):
             mw, vw = _elem(t, w, g, mw, vw, vf, packed_v, c1, b2, c2, eps, wd, dec, ns, bc2, decay)
         m[k] = mw
         if packed_v:
@@ -150,4 +131,24 @@ def bf16_of_array(x: F) -> U:
     u = x.view(np.uint32)
     for i in numba.prange(x.size):
         out[i] = bf16_of_bits(u[i])
+    return out
+
+
+@numba.njit(cache=True, error_model="numpy")
+def pack_words(h: U) -> U:
+    """n 16-bit values into n_words(n) words: element t into half is_high(t) of word word_of(t) (line 52)."""
+    n = h.size
+    out = np.zeros(n_words(n), np.uint32)
+    for t in range(n):
+        k = word_of(t)
+        out[k] = put(is_high(t), out[k], h[t])
+    return out
+
+
+@numba.njit(cache=True, error_model="numpy")
+def unpack_words(words: U, n: int) -> U:
+    """The n 16-bit values of packed words (pack_words' inverse); words holds at least n_words(n) words."""
+    out = np.zeros(n, np.uint32)
+    for t in range(n):
+        out[t] = half(is_high(t), words[word_of(t)])
     return out

@@ -66,7 +66,7 @@ def softmax_fwd_into(x: F, y: F) -> None:
         m = row_max(x, i)
         s = _ZERO
         for j in range(c):
-            e = math.exp(x[i, j] - m)
+            e = libm.exp32(x[i, j] - m)
             y[i, j] = e
             s = s + e
         for j in range(c):
@@ -115,8 +115,8 @@ def logsoftmax_fwd_into(x: F, y: F) -> None:
         m = row_max(x, i)
         s = _ZERO
         for j in range(c):
-            s = s + math.exp(x[i, j] - m)
-        lg = math.log(s)
+            s = s + libm.exp32(x[i, j] - m)
+        lg = libm.log32(s)
         for j in range(c):
             y[i, j] = (x[i, j] - m) - lg
 
@@ -132,7 +132,7 @@ def logsoftmax_bwd_into(y: F, dy: F, dx: F) -> None:
         for j in range(c):
             s = s + dy[i, j]
         for j in range(c):
-            dx[i, j] = dy[i, j] - math.exp(y[i, j]) * s
+            dx[i, j] = dy[i, j] - libm.exp32(y[i, j]) * s
 
 
 def logsoftmax_fwd_plain(x: F) -> F:

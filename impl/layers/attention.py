@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from bendtorch.impl.kernels import attention as K
-from bendtorch.impl.protocol import Bwd, Fwd, Layer, Mat, MatSpec, PairSpec, ShapeError, param_free
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, Mat, MatSpec, PairSpec, ShapeError, check_dims, layer_name, param_free
 
 F32 = np.float32
 
@@ -30,6 +30,7 @@ def Attention(n: int, w: int, kvw: int, b: int, t: int, kv: int, g: int, hd: int
     kvw = kv*hd are checked here (ShapeError). sc is rounded to float32. `par`: None lets
     `impl.kernels.attention.attn_parallel` decide whether the independent units run on threads, True / False force
     it (the bits are the same either way)."""
+    check_dims("Attention", n=n, w=w, kvw=kvw, b=b, t=t, kv=kv, g=g, hd=hd)
     if n != b * t or w != kv * g * hd or kvw != kv * hd or min(b, t, kv, g, hd) < 1:
         raise ShapeError(f"Attention: needs n = b*t, w = kv*g*hd, kvw = kv*hd (all >= 1), got n={n} w={w} "
                          f"kvw={kvw} b={b} t={t} kv={kv} g={g} hd={hd}")
@@ -46,5 +47,5 @@ def Attention(n: int, w: int, kvw: int, b: int, t: int, kv: int, g: int, hd: int
         return Bwd(None, (dq, (dk, dv)), None)
 
     xs = PairSpec(MatSpec(n, w), PairSpec(MatSpec(n, kvw), MatSpec(n, kvw)))
-    return param_free(f"Attention(b={b}, t={t}, kv={kv}, g={g}, hd={hd})", xs, MatSpec(n, w), np.float32,
-                      fwd, bwd)
+    return param_free(layer_name("Attention", n, w, kvw, b, t, kv, g, hd, np.float32(sc)), xs, MatSpec(n, w),
+                      np.float32, fwd, bwd)

@@ -17,7 +17,8 @@ from typing import NamedTuple
 import numpy as np
 
 from bendtorch.impl.kernels import dropout as K
-from bendtorch.impl.protocol import (Bwd, Flat, Fwd, Layer, Loaded, Mat, MatSpec, Opt, OptState, ShapeError, Step)
+from bendtorch.impl.protocol import (Bwd, Flat, Fwd, Layer, Loaded, Mat, MatSpec, Opt, OptState, ShapeError, Step,
+                                     check_dims, check_prob, check_seed, layer_name)
 
 F32 = np.float32
 _M32 = 0xFFFFFFFF
@@ -56,12 +57,9 @@ def drop_store(d: DropP, xs: Flat, off: int) -> int:
 
 def Dropout(n: int, c: int, p: float, seed: int) -> Layer[DropP, Mat, Mat, Mat]:
     """Dropout over an n x c matrix with drop probability p (a float32) and a 32-bit seed (line 1287)."""
-    if n < 0 or c < 0:
-        raise ValueError(f"Dropout: dimensions must be >= 0, got n = {n}, c = {c}")
-    if not 0 <= int(seed) <= _M32 or int(seed) != seed:
-        raise ValueError(f"Dropout: the seed must be an integer in [0, 2^32), got {seed!r}")
-    p32 = F32(p)
-    sd = int(seed)
+    check_dims("Dropout", n=n, c=c)
+    p32 = check_prob("Dropout", p)
+    sd = check_seed("Dropout", seed)
 
     def fwd(d: DropP, x: Mat) -> Fwd[DropP, Mat, Mat]:
         """y = x * factor, the factors saved (drop_fwd, line 1255)."""
@@ -80,5 +78,6 @@ def Dropout(n: int, c: int, p: float, seed: int) -> Layer[DropP, Mat, Mat, Mat]:
         """t + 1 mod 2^32, whatever the optimizer (drop_step, line 1265)."""
         return Step(DropP((d.t + 1) & _M32), g, st)
 
-    return Layer(f"Dropout({n}x{c}, p={float(p32)!r}, seed={sd})", MatSpec(n, c), MatSpec(n, c), F32, fwd, bwd,
-                 step, lambda: DropP(0), drop_dump, drop_load, drop_store, 1)
+    return Layer(name=layer_name("Dropout", n, c, p=p32, seed=sd), x_spec=MatSpec(n, c), y_spec=MatSpec(n, c),
+                 dtype=F32, f_fwd=fwd, f_bwd=bwd, f_step=step, f_zeros=lambda: DropP(0), f_dump=drop_dump,
+                 f_load=drop_load, f_store=drop_store, n_count=1)

@@ -5,8 +5,8 @@
                                                   repeated id accumulates its rows in order, one rounding per add;
               dx = the empty id list               an id has no gradient (line 1916)
 
-The parameter is the v x d table: step opt_mat, dump / load / store mat_dump / mat_restore / mat_store, count v*d
-(line 1918). The saved value is the ids. An id outside [0, v), or ids that are not a 1-D integer array of n, raise
+The parameter is the v x d table (protocol.mat_param: step opt_mat, dump / load / store row by row, count v*d,
+line 1918). The saved value is the ids. An id outside [0, v), or ids that are not a 1-D integer array of n, raise
 a ValueError naming the layer (the seed's types rule these out; Python's do not).
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from bendtorch.impl.optim import opt_mat
-from bendtorch.impl.protocol import Bwd, Fwd, Ids, IdsSpec, Layer, Mat, MatSpec, mat_dump, mat_restore, mat_store
+from bendtorch.impl.protocol import Bwd, Fwd, Ids, IdsSpec, Layer, Mat, MatSpec, check_dims, layer_name, mat_param
 
 
 def _check_ids(name: str, ids: object, n: int, v: int) -> Ids:
@@ -33,7 +33,8 @@ def _check_ids(name: str, ids: object, n: int, v: int) -> Ids:
 
 def Embedding(n: int, v: int, d: int) -> Layer[Mat, Ids, Mat, Ids]:
     """n ids looked up in a v x d table (main.bend line 1917)."""
-    name = f"Embedding({n}x{v}->{d})"
+    check_dims("Embedding", n=n, v=v, d=d)
+    name = layer_name("Embedding", n, v, d)
 
     def fwd(p: Mat, x: Ids) -> Fwd[Mat, Mat, Ids]:
         """y row r = table row ids[r] (emb_f, line 1885)."""
@@ -49,5 +50,4 @@ def Embedding(n: int, v: int, d: int) -> Layer[Mat, Ids, Mat, Ids]:
             row += dy[r]
         return Bwd(p, np.zeros(0, dtype=np.int64), g)
 
-    return Layer(name, IdsSpec(n), MatSpec(n, d), np.float32, fwd, bwd, opt_mat,
-                 lambda: np.zeros((v, d), dtype=np.float32), mat_dump, mat_restore, mat_store, v * d)
+    return mat_param(name, IdsSpec(n), MatSpec(n, d), np.float32, v, d, fwd, bwd, opt_mat)

@@ -8,8 +8,8 @@ layout), b 1 x o; the layer saves its input x itself (no copy) for the backward 
 
 Every sum is in impl.kernels.matmul's one order (the blocked tree over the summed dimension). LinearFirst skips dX
 (returns zeros, line 708-718); LinearNB has no bias and its parameter is the o x i matrix W (lines 1920-1940).
-The step splits the optimizer state along (w, b) and steps each matrix with opt_mat, as lin_step does (lines
-655-666); dump / load / store are w then b, row by row (lines 668-698); count is o (i + 1) (line 705).
+The parameter record's step, dump, load, store and count are protocol.pair_param's: the state split along (w, b),
+each matrix stepped with opt_mat (lin_step, lines 655-666); w then b, row by row (lines 668-698); o (i + 1).
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ import numpy as np
 
 from bendtorch.impl.kernels.matmul import add_row, col_sums_acc, matmul_nt, matmul_precise, matmul_tn_acc
 from bendtorch.impl.optim import opt_mat
-from bendtorch.impl.protocol import (Bwd, Flat, Fwd, Layer, Loaded, Mat, MatSpec, Opt, OptState, Step, mat_dump, mat_restore,
-                           mat_store, state_join, state_map, state_split)
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, Mat, MatSpec, check_dims, layer_name, mat_param, pair_param
+
+F32 = np.float32
 
 
 class Lin(NamedTuple):
@@ -45,54 +46,25 @@ def _lin_bwd(p: Lin, x: Mat, dy: Mat, g: Lin) -> Bwd[Lin, Mat]:
     return Bwd(p, dx, g)
 
 
-def _lin_step(op: Opt, p: Lin, g: Lin, st: OptState[Lin]) -> Step[Lin]:
-    """lin_step (lines 655-666): the state viewed as the pair (w, b), split, each matrix stepped with opt_mat, the
-    two states joined and viewed as Lin again."""
-    sw, sb = state_split(state_map(st, lambda q: (q.w, q.b)))
-    rw = opt_mat(op, p.w, g.w, sw)
-    rb = opt_mat(op, p.b, g.b, sb)
-    st2: OptState[Lin] = state_map(state_join(rw.st, rb.st), lambda q: Lin(q[0], q[1]))
-    return Step(Lin(rw.p, rb.p), Lin(rw.g, rb.g), st2)
-
-
-def _lin_zeros(i: int, o: int) -> Lin:
-    return Lin(np.zeros((o, i), dtype=np.float32), np.zeros((1, o), dtype=np.float32))
-
-
-def _lin_dump(p: Lin) -> Flat:
-    """w's o*i numbers row by row, then b's o (lin_dump, line 673)."""
-    return np.concatenate([mat_dump(p.w), mat_dump(p.b)])
-
-
-def _lin_load(p: Lin, xs: Flat, off: int) -> Loaded[Lin]:
-    """w then b overwritten from xs at off (lin_load, line 687)."""
-    rw = mat_restore(p.w, xs, off)
-    rb = mat_restore(p.b, xs, rw.off)
-    return Loaded(Lin(rw.p, rb.p), rb.off)
-
-
-def _lin_store(p: Lin, xs: Flat, off: int) -> int:
-    """w then b copied into xs at off (lin_store, line 696); the next offset."""
-    return mat_store(p.b, xs, mat_store(p.w, xs, off))
-
-
 def Linear(n: int, i: int, o: int) -> Layer[Lin, Mat, Mat, Mat]:
     """A linear layer from i to o features on batches of n rows (main.bend line 704)."""
-    return Layer(f"Linear({n}x{i}->{o})", MatSpec(n, i), MatSpec(n, o), np.float32, _lin_fwd, _lin_bwd, _lin_step,
-                 lambda: _lin_zeros(i, o), _lin_dump, _lin_load, _lin_store, o * (i + 1))
+    check_dims("Linear", n=n, i=i, o=o)
+    return pair_param(layer_name("Linear", n, i, o), MatSpec(n, i), MatSpec(n, o), F32, Lin, ((o, i), (1, o)),
+                      _lin_fwd, _lin_bwd, opt_mat)
 
 
 def LinearFirst(n: int, i: int, o: int) -> Layer[Lin, Mat, Mat, Mat]:
     """Linear as the model's first layer (main.bend lines 707-721): its input needs no gradient, so the backward
     pass computes gW and gb only, skips dX = dY·W, and returns zeros as dX."""
+    check_dims("LinearFirst", n=n, i=i, o=o)
 
     def bwd(p: Lin, x: Mat, dy: Mat, g: Lin) -> Bwd[Lin, Mat]:
         matmul_tn_acc(dy, x, g.w)
         col_sums_acc(dy, g.b)
-        return Bwd(p, np.zeros((n, i), dtype=np.float32), g)
+        return Bwd(p, np.zeros((n, i), dtype=F32), g)
 
-    return Layer(f"LinearFirst({n}x{i}->{o})", MatSpec(n, i), MatSpec(n, o), np.float32, _lin_fwd, bwd, _lin_step,
-                 lambda: _lin_zeros(i, o), _lin_dump, _lin_load, _lin_store, o * (i + 1))
+    return pair_param(layer_name("LinearFirst", n, i, o), MatSpec(n, i), MatSpec(n, o), F32, Lin, ((o, i), (1, o)),
+                      _lin_fwd, bwd, opt_mat)
 
 
 # ---- Linear without bias (main.bend lines 1920-1940): P is W, o x i ----
@@ -112,5 +84,6 @@ def _lnb_bwd(w: Mat, x: Mat, dy: Mat, g: Mat) -> Bwd[Mat, Mat]:
 
 def LinearNB(n: int, i: int, o: int) -> Layer[Mat, Mat, Mat, Mat]:
     """A linear layer without bias (Llama's projections, main.bend line 1939): P is the o x i matrix W."""
-    return Layer(f"LinearNB({n}x{i}->{o})", MatSpec(n, i), MatSpec(n, o), np.float32, _lnb_fwd, _lnb_bwd, opt_mat,
-                 lambda: np.zeros((o, i), dtype=np.float32), mat_dump, mat_restore, mat_store, o * i)
+    check_dims("LinearNB", n=n, i=i, o=o)
+    return mat_param(layer_name("LinearNB", n, i, o), MatSpec(n, i), MatSpec(n, o), F32, o, i, _lnb_fwd, _lnb_bwd,
+                     opt_mat)

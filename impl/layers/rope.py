@@ -16,17 +16,22 @@ from __future__ import annotations
 import numpy as np
 
 from bendtorch.impl.kernels import rope as K
-from bendtorch.impl.protocol import Bwd, Fwd, Layer, Mat, MatSpec, ShapeError, param_free
+from bendtorch.impl.kernels.rope_precise import rope_table_precise
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, Mat, MatSpec, ShapeError, check_dims, layer_name, param_free
 
 F32 = np.float32
 
 
-def RoPE(n: int, w: int, t: int, h: int, half: int, base: float | np.float32) -> Layer[None, Mat, Mat, None]:
+def RoPE(n: int, w: int, t: int, h: int, half: int, base: float | np.float32,
+         precise: bool = False) -> Layer[None, Mat, Mat, None]:
     """The seed's RoPE(n, w, t, h, half, base) (line 2196); w = h*2*half is checked (ShapeError). base is rounded
-    to float32."""
+    to float32. precise=True goes beyond the seed: the table's angle is carried as a float32 pair
+    (impl.kernels.rope_precise), so cos and sin stay within about 1 unit of 2^-24 at every position instead of an
+    error growing with the position; the default is the seed's table, bit for bit."""
+    check_dims("RoPE", n=n, w=w, t=t, h=h, half=half)
     if w != h * (half + half) or min(n, t, h, half) < 1:
         raise ShapeError(f"RoPE: needs w = h*2*half (all >= 1), got n={n} w={w} t={t} h={h} half={half}")
-    cs, sn = K.rope_table(t, half, F32(base))
+    cs, sn = (rope_table_precise if precise else K.rope_table)(t, half, F32(base))
 
     def fwd(p: None, x: Mat) -> Fwd[None, Mat, None]:
         return Fwd(None, K.rope_apply(np.ascontiguousarray(x), cs, sn, t, h, half, True), None)
@@ -34,5 +39,6 @@ def RoPE(n: int, w: int, t: int, h: int, half: int, base: float | np.float32) ->
     def bwd(p: None, s: None, dy: Mat, g: None) -> Bwd[None, Mat]:
         return Bwd(None, K.rope_apply(np.ascontiguousarray(dy), cs, sn, t, h, half, False), None)
 
-    return param_free(f"RoPE(t={t}, h={h}, half={half}, base={float(F32(base))!r})", MatSpec(n, w), MatSpec(n, w),
+    return param_free(layer_name("RoPE", n, w, t, h, half, base=np.float32(base),
+                                 **({"precise": True} if precise else {})), MatSpec(n, w), MatSpec(n, w),
                       np.float32, fwd, bwd)

@@ -16,28 +16,21 @@ The parameters' gradients are summed over the rows from zeros and then added int
 
 from __future__ import annotations
 
-from typing import NamedTuple, cast
+from typing import NamedTuple
 
 import numpy as np
 
 from bendtorch.impl.kernels import rows as K
 from bendtorch.impl.optim import opt_mat
-from bendtorch.impl.protocol import (Bwd, Flat, Fwd, Layer, Loaded, Mat, MatSpec, Opt, OptState, Step, mat_dump, mat_restore,
-                           mat_store, param_free, state_join, state_map, state_split)
+from bendtorch.impl.protocol import (Bwd, Fwd, Layer, Mat, MatSpec, check_dims, check_eps, layer_name, mat_param,
+                                     pair_param, param_free)
 
 F32 = np.float32
 
 
 def _check_dims(name: str, n: int, c: int) -> None:
-    if n < 0 or c < 1:
-        raise ValueError(f"{name}: needs n >= 0 rows of c >= 1 numbers, got n = {n}, c = {c}")
-
-
-def _eps32(name: str, eps: float) -> np.float32:
-    try:
-        return F32(eps)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"{name}: eps must be a number, got {eps!r}") from e
+    check_dims(name, n=n)
+    check_dims(name, 1, c=c)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -61,7 +54,7 @@ def Softmax(n: int, c: int) -> Layer[None, Mat, Mat, Mat]:
         return Bwd(None, dx, None)
 
     spec = MatSpec(n, c)
-    return param_free(f"Softmax({n}x{c})", spec, spec, F32, fwd, bwd)
+    return param_free(layer_name("Softmax", n, c), spec, spec, F32, fwd, bwd)
 
 
 def LogSoftmax(n: int, c: int) -> Layer[None, Mat, Mat, Mat]:
@@ -82,7 +75,7 @@ def LogSoftmax(n: int, c: int) -> Layer[None, Mat, Mat, Mat]:
         return Bwd(None, dx, None)
 
     spec = MatSpec(n, c)
-    return param_free(f"LogSoftmax({n}x{c})", spec, spec, F32, fwd, bwd)
+    return param_free(layer_name("LogSoftmax", n, c), spec, spec, F32, fwd, bwd)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -93,7 +86,7 @@ def RMSNorm(n: int, d: int, eps: float = 1e-5) -> Layer[Mat, Mat, Mat, Mat]:
     """RMSNorm over rows of d numbers with a learned gain g (1 x d) (Llama's norm; main.bend line 1679); saves a
     copy of its input. eps is taken as a float32. zeros() is the zero gain: initialize g (e.g. to ones) yourself."""
     _check_dims("RMSNorm", n, d)
-    e32 = _eps32("RMSNorm", eps)
+    e32 = check_eps("RMSNorm", eps)
 
     def fwd(p: Mat, x: Mat) -> Fwd[Mat, Mat, Mat]:
         """rms_fwd (line 1607)."""
@@ -108,8 +101,8 @@ def RMSNorm(n: int, d: int, eps: float = 1e-5) -> Layer[Mat, Mat, Mat, Mat]:
         K.rms_bwd_into(np.ascontiguousarray(s), np.ascontiguousarray(p), np.ascontiguousarray(dy), e32, dx, g)
         return Bwd(p, dx, g)
 
-    return Layer(f"RMSNorm({n}x{d}, eps={float(e32)!r})", MatSpec(n, d), MatSpec(n, d), F32, fwd, bwd, opt_mat,
-                 lambda: np.zeros((1, d), dtype=F32), mat_dump, mat_restore, mat_store, d)
+    return mat_param(layer_name("RMSNorm", n, d, eps=e32), MatSpec(n, d), MatSpec(n, d), F32, 1, d, fwd, bwd,
+                     opt_mat)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -123,41 +116,11 @@ class LN(NamedTuple):
     b: Mat
 
 
-def _ln_unpair(t: tuple[Mat, Mat]) -> LN:
-    return LN(t[0], t[1])
-
-
-def ln_step(op: Opt, p: LN, g: LN, st: OptState[LN]) -> Step[LN]:
-    """ln_step (line 1830): the state split along (g, b), one matrix step on g then one on b (Opt.mat), joined back
-    (ln_s2, line 1820)."""
-    sg, sb = state_split(cast(OptState[tuple[Mat, Mat]], st))
-    rg = opt_mat(op, p.g, g.g, sg)
-    rb = opt_mat(op, p.b, g.b, sb)
-    return Step(LN(rg.p, rb.p), LN(rg.g, rb.g), state_map(state_join(rg.st, rb.st), _ln_unpair))
-
-
-def ln_dump(p: LN) -> Flat:
-    """g's d numbers, then b's (ln_dump, line 1838)."""
-    return np.concatenate([mat_dump(p.g), mat_dump(p.b)]).astype(F32, copy=False)
-
-
-def ln_load(p: LN, xs: Flat, off: int) -> Loaded[LN]:
-    """g then b overwritten from xs at off (ln_load, line 1852)."""
-    rg = mat_restore(p.g, xs, off)
-    rb = mat_restore(p.b, xs, rg.off)
-    return Loaded(LN(rg.p, rb.p), rb.off)
-
-
-def ln_store(p: LN, xs: Flat, off: int) -> int:
-    """g then b copied into xs at off (ln_store, line 1861); the next offset."""
-    return mat_store(p.b, xs, mat_store(p.g, xs, off))
-
-
 def LayerNorm(n: int, d: int, eps: float = 1e-5) -> Layer[LN, Mat, Mat, Mat]:
     """LayerNorm over rows of d numbers with gain and bias (main.bend line 1865); saves a copy of its input. eps is
     taken as a float32. zeros() is LN(0, 0): initialize g (e.g. to ones) yourself."""
     _check_dims("LayerNorm", n, d)
-    e32 = _eps32("LayerNorm", eps)
+    e32 = check_eps("LayerNorm", eps)
 
     def fwd(p: LN, x: Mat) -> Fwd[LN, Mat, Mat]:
         """ln_fwd (line 1745)."""
@@ -173,8 +136,5 @@ def LayerNorm(n: int, d: int, eps: float = 1e-5) -> Layer[LN, Mat, Mat, Mat]:
                       g.g, g.b)
         return Bwd(p, dx, g)
 
-    def zeros() -> LN:
-        return LN(np.zeros((1, d), dtype=F32), np.zeros((1, d), dtype=F32))
-
-    return Layer(f"LayerNorm({n}x{d}, eps={float(e32)!r})", MatSpec(n, d), MatSpec(n, d), F32, fwd, bwd, ln_step,
-                 zeros, ln_dump, ln_load, ln_store, 2 * d)
+    return pair_param(layer_name("LayerNorm", n, d, eps=e32), MatSpec(n, d), MatSpec(n, d), F32, LN,
+                      ((1, d), (1, d)), fwd, bwd, opt_mat)

@@ -1,0 +1,96 @@
+"""The cost of impl's portable float32 functions: one training step (tiny, and a 2-layer smol) with
+BENDTORCH_LIBM=portable against BENDTORCH_LIBM=clib, each in its own process, the two alternated over several rounds
+so that a busy machine slows both alike; and each function alone (nanoseconds per call over 2^20 inputs).
+
+    python -m bendtorch.bench.libm_step [--rounds 3] [--repeats 10] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+_STEP = """
+import json, statistics, time, numpy as np
+from bendtorch import impl
+from bendtorch.impl import libm, llama, optim
+from bendtorch.impl.train import train_new, train_step
+
+out = {"mode": libm.MODE}
+for name, b, changes in (("tiny", 4, {}), ("smol", 1, {"layers": 2})):
+    cfg = llama.config(name, **changes)
+    ocfg = optim.CAdamW(np.float32(1e-3), np.float32(0.9), np.float32(0.999), np.float32(1e-8),
+                        np.float32(0.01), np.float32(0.1), np.float32(0.001))
+    rng = np.random.default_rng(0)
+    x, y = llama.batch_at(rng.integers(0, cfg.vocab, size=10 * cfg.t), b, cfg.t, rng)
+    model = llama.build(impl, cfg, b)
+    tr = train_new(model.layer, ocfg, model.init(0))
+    for _ in range(2):
+        tr = train_step(model.layer, model.loss, ocfg, tr, x, y)
+    ts = []
+    for _ in range(REPEATS):
+        t0 = time.perf_counter()
+        tr = train_step(model.layer, model.loss, ocfg, tr, x, y)
+        ts.append(time.perf_counter() - t0)
+    out[name] = statistics.median(ts)
+fx = np.random.default_rng(1).uniform(-20, 20, 1 << 20).astype(np.float32)
+import numba
+
+@numba.njit
+def loop(f, xs):
+    s = np.float32(0)
+    for i in range(xs.size):
+        s += f(xs[i])
+    return s
+
+for fname in ("exp32", "log32", "tanh32", "sin32", "cos32"):
+    f = getattr(libm, fname)
+    xs = np.abs(fx) + np.float32(1e-3) if fname == "log32" else fx
+    loop(f, xs[:64])
+    ts = []
+    for _ in range(5):
+        t0 = time.perf_counter(); loop(f, xs); ts.append(time.perf_counter() - t0)
+    out[fname + "_ns"] = min(ts) / xs.size * 1e9
+print(json.dumps(out))
+"""
+
+
+def measure(rounds: int = 3, repeats: int = 10) -> dict[str, Any]:
+    """Median step seconds and per-call nanoseconds per mode, over `rounds` alternated processes."""
+    runs: dict[str, list[dict[str, Any]]] = {"portable": [], "clib": []}
+    root = Path(__file__).resolve().parent.parent
+    for _ in range(rounds):
+        for mode in ("portable", "clib"):
+            env = dict(os.environ, BENDTORCH_LIBM=mode)
+            p = subprocess.run([sys.executable, "-c", _STEP.replace("REPEATS", str(repeats))], cwd=root, env=env,
+                               capture_output=True, text=True, check=True)
+            runs[mode].append(json.loads(p.stdout.strip().splitlines()[-1]))
+    res: dict[str, Any] = {"rounds": rounds, "repeats": repeats}
+    for mode, rs in runs.items():
+        res[mode] = {k: statistics.median(r[k] for r in rs) for k in rs[0] if k != "mode"}
+    for k in ("tiny", "smol"):
+        res[f"{k}_step_ratio_portable_over_clib"] = res["portable"][k] / res["clib"][k]
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bendtorch.bench.libm_step", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=3, help="alternated process pairs (default 3)")
+    ap.add_argument("--repeats", type=int, default=10, help="timed steps per process (default 10)")
+    ap.add_argument("--json", type=Path, default=None, help="also write the figures to this JSON file")
+    a = ap.parse_args(argv)
+    res = measure(a.rounds, a.repeats)
+    print(json.dumps(res, indent=1))
+    if a.json is not None:
+        a.json.write_text(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""`bendtorch sweep FUNCTION [--lib LIB ...] [--sample N]`: one float32 function against its correctly rounded value
+on every one of the 2^32 float32 inputs (or N spread inputs plus the special values, or a range), each library side
+by side; per-function JSON and plots in OUT/FUNCTION/ (bendtorch.reports.sweep has the method and the entries).
+The numbers are checked here, before any work: --sample, --workers, --chunk >= 1, --chunk a multiple of 32,
+0 <= --lo < --hi <= 2^31, a known function and libraries it has."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable
+
+from bendtorch.commands.args import UsageError, int_in, writable_dir
+
+FULL_HI = 1 << 31  # bendtorch.reports.sweep.FULL_HI: the positive float32 bit patterns
+# bendtorch.reports.sweep.ENTRIES' names, repeated so that `--help` imports neither numba nor torch
+FUNCTIONS = ("exp", "log", "tanh", "sin", "cos", "erf", "sqrt", "rsqrt", "sigmoid", "silu", "gelu_tanh", "gelu_erf",
+             "dsigmoid", "dtanh", "dsilu", "dgelu_tanh", "dgelu_erf")
+
+
+def _int0(lo: int, hi: int) -> Callable[[str], int]:
+    """int_in(lo, hi), also taking 0x... and 0b... forms."""
+    check = int_in(lo, hi)
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        return int(check(str(v)))
+    parse.__name__ = "integer"
+    return parse
+
+
+def add_arguments(parser: argparse.ArgumentParser, function: str | None = None) -> None:
+    """The sweep's arguments; with `function` given (the `erf-sweep` name), no FUNCTION argument."""
+    if function is None:
+        parser.add_argument("function", metavar="FUNCTION", choices=FUNCTIONS,
+                            help="one of: " + ", ".join(FUNCTIONS))
+    else:
+        parser.set_defaults(function=function)
+    parser.add_argument("--lib", action="append", metavar="LIB", dest="libs",
+                        help="a library to check (repeatable; default: every library the function has): impl, "
+                             "impl_clib, torch, torch_scalar, torch_aten, numpy, clib, torch_gelu_erf_aten")
+    parser.add_argument("--out", type=Path, default=Path("reports/out/atlas"),
+                        help="output directory (the function's files go in OUT/FUNCTION/)")
+    parser.add_argument("--sample", type=int_in(1, FULL_HI), default=None, metavar="N",
+                        help="check N >= 1 spread inputs plus the special values (seconds; not exhaustive)")
+    parser.add_argument("--lo", type=_int0(0, FULL_HI - 1), default=0, help="first positive bit pattern (default 0)")
+    parser.add_argument("--hi", type=_int0(1, FULL_HI), default=FULL_HI,
+                        help="end of the positive bit patterns (default 2^31: every pattern, each also negated)")
+    parser.add_argument("--chunk", type=_int0(32, FULL_HI), default=1 << 21,
+                        help="positive patterns per chunk (a multiple of 32, default 2^21)")
+    parser.add_argument("--workers", type=int_in(1, 1024), default=None,
+                        help="local processes (default: every core)")
+    parser.add_argument("--dask", metavar="ADDRESS", default=None,
+                        help="run the chunks on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786), "
+                             "or 'local' for a LocalCluster on this machine, instead of the local process pool")
+    parser.add_argument("--fresh", action="store_true", help="discard chunks of an earlier run in --out")
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.chunk % 32:
+        raise UsageError(f"--chunk {args.chunk}: must be a multiple of 32")
+    if not args.lo < args.hi:
+        raise UsageError(f"--lo {args.lo:#x} must be below --hi {args.hi:#x}")
+    writable_dir(args.out)
+    from bendtorch.reports import sweep as S
+
+    ent = S.ENTRIES[args.function]
+    libs = list(dict.fromkeys(args.libs or ent.libs))
+    bad = [lib for lib in libs if lib not in ent.libs]
+    if bad:
+        raise UsageError(f"--lib {bad[0]}: {args.function} has the libraries {', '.join(ent.libs)}")
+    command = "bendtorch " + " ".join(sys.argv[1:]) if sys.argv[1:] else f"bendtorch sweep {args.function}"
+    try:
+        rep = S.sweep(args.function, libs, args.out, sample=args.sample, lo=args.lo, hi=args.hi, chunk=args.chunk,
+                      workers=args.workers or 0, dask=args.dask, fresh=args.fresh, plot=not args.no_plots,
+                      progress=not args.quiet, command=command)
+    except S.UsageErrorLike as e:
+        raise UsageError(str(e)) from None
+    print(S.summary_line(rep, libs) + f"\n  -> {args.out / args.function / 'sweep.json'}")
+    return 0

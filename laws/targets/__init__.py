@@ -1,0 +1,189 @@
+"""Conformance targets: the libraries the conformance laws (laws/test_targets.py) are held against.
+
+A law's statement and its strategy are written once; a target is a small adapter module mapping the laws' operations
+onto one library (impl, PyTorch, JAX). Every operation takes and returns numpy float32 arrays (uint16 for BF16 bits),
+so a law compares the bits of what two calls give, whatever computed them:
+
+    linear(x n x i, w o x i, b o or None) -> n x o          y = x·Wᵀ + b
+    rms_norm(x, w, eps), layer_norm(x, w, b, eps)           over each row of x (n x d); w, b of d
+    softmax(x), log_softmax(x)                              over each row
+    ce_rows(z n x c, labels n) -> n                         cross-entropy's per-row terms (no reduction)
+    attention(q b x h x t x hd, k v b x kv x t x hd, sc)    causal, grouped-query (query head a reads key/value head
+                                                            a // (h / kv)), scale sc
+    attention_grad(q, k, v, do, sc) -> (dq, dk, dv)
+    dropout(x, p)                                           training mode
+    bf16_bits(x) -> uint16                                  float32 -> bfloat16 conversion
+    erf(x)
+    llama_logits(cfg, seed, tokens b x t) -> b x t x V      the tiny Llama of bendtorch.impl.llama, weights from seed
+    train(cfg, seed, opt, batches, save_at) -> (params, losses)
+                                                            tiny Llama training steps; with save_at = k the model
+                                                            and optimizer state are saved after k steps, loaded into
+                                                            fresh objects and the run goes on from them
+    opt_steps(opt, params, grads) -> params                 one optimizer step per gradient list
+    threads(k)                                              a context manager: the library's work on k threads
+
+An operation a library does not have raises NotApplicable(reason); a target that cannot run here (library missing,
+no GPU) raises NotRun(reason) from `load`. Each law turns these into pytest skips whose reasons start with
+"not applicable:" or "not run:", which laws/run.py reports as such (never as a pass)."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from bendtorch.impl.llama import LlamaCfg, build, named
+
+F32 = np.float32
+
+TARGETS = ("impl", "torch", "jax")
+DEVICES = ("cpu", "cuda")
+
+
+class NotApplicable(Exception):
+    """The law has no meaning for this library (the operation does not exist, or is defined otherwise)."""
+
+
+class NotRun(Exception):
+    """The target cannot run here (its library is not installed, or there is no GPU)."""
+
+
+@dataclass(frozen=True)
+class Opt:
+    """An optimizer as PyTorch names it: "sgd" (plain), "momentum" (SGD with momentum mu, no dampening), "adam"
+    (weight decay wd added to the gradient) or "adamw" (decoupled weight decay wd)."""
+
+    name: str
+    lr: float
+    wd: float = 0.0
+    mu: float = 0.9
+    b1: float = 0.9
+    b2: float = 0.999
+    eps: float = 1e-8
+
+
+OPTS = ("sgd", "momentum", "adam", "adamw")
+
+
+def weights(cfg: LlamaCfg, seed: int) -> dict[str, Any]:
+    """The tiny Llama's float32 weights drawn from seed (impl.llama's initialization), by Hugging Face's names: every
+    target computes with the same numbers."""
+    m = build(_impl_lib(), cfg, 1)
+    return named(m.names, m.init(seed))
+
+
+def impl_shape(name: str, a: Any) -> Any:
+    """A trained parameter in impl's shape: a norm's gain is 1 x d there, d in the libraries."""
+    return a.reshape(1, -1) if name.endswith("norm.weight") else a
+
+
+def _impl_lib() -> Any:
+    import bendtorch.impl as L
+    return L
+
+
+class Target:
+    """The operations the conformance laws use; each adapter overrides those its library has. The defaults say
+    NotApplicable with the reason."""
+
+    name = "?"
+    device = "cpu"
+
+    def label(self) -> str:
+        return self.name if self.device == "cpu" else f"{self.name} {self.device}"
+
+    def versions(self) -> dict[str, str]:
+        return {}
+
+    def _na(self, what: str, why: str) -> NotApplicable:
+        return NotApplicable(f"{self.name} {what}: {why}")
+
+    def linear(self, x: Any, w: Any, b: Any | None) -> Any:
+        raise self._na("linear", "no such operation")
+
+    def rms_norm(self, x: Any, w: Any, eps: float) -> Any:
+        raise self._na("rms_norm", "no such operation")
+
+    def layer_norm(self, x: Any, w: Any, b: Any, eps: float) -> Any:
+        raise self._na("layer_norm", "no such operation")
+
+    def softmax(self, x: Any) -> Any:
+        raise self._na("softmax", "no such operation")
+
+    def log_softmax(self, x: Any) -> Any:
+        raise self._na("log_softmax", "no such operation")
+
+    def ce_rows(self, z: Any, labels: Any) -> Any:
+        raise self._na("cross-entropy per-row terms", "no such operation")
+
+    def attention(self, q: Any, k: Any, v: Any, sc: float) -> Any:
+        raise self._na("attention", "no such operation")
+
+    def attention_grad(self, q: Any, k: Any, v: Any, do: Any, sc: float) -> tuple[Any, Any, Any]:
+        raise self._na("attention backward", "no such operation")
+
+    def dropout(self, x: Any, p: float) -> Any:
+        raise self._na("dropout", "no such operation")
+
+    def bf16_bits(self, x: Any) -> Any:
+        raise self._na("bfloat16", "no such conversion")
+
+    def erf(self, x: Any) -> Any:
+        raise self._na("erf", "no such function")
+
+    def llama_logits(self, cfg: LlamaCfg, seed: int, tokens: Any) -> Any:
+        raise self._na("Llama", "no model")
+
+    def train(self, cfg: LlamaCfg, seed: int, opt: Opt, batches: Sequence[tuple[Any, Any]],
+              save_at: int | None = None) -> tuple[dict[str, Any], Any]:
+        raise self._na("training", "no training step")
+
+    def opt_steps(self, opt: Opt, params: list[Any], grads: list[list[Any]]) -> list[Any]:
+        raise self._na(f"optimizer {opt.name}", "no such optimizer")
+
+    @contextlib.contextmanager
+    def threads(self, k: int) -> Iterator[None]:
+        raise self._na("threads", "no thread control")
+        yield
+
+
+def load(name: str, device: str = "cpu", tf32: bool = False) -> Target:
+    """The target adapter by name ("impl", "torch", "jax"); NotRun with the reason where it cannot run here."""
+    if name not in TARGETS:
+        raise ValueError(f"unknown target {name!r}; choose one of {', '.join(TARGETS)}")
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}; choose one of {', '.join(DEVICES)}")
+    if device != "cpu" and name != "torch":
+        raise NotRun(f"{name} runs on the CPU only here (--device is PyTorch's)")
+    for lib in {"torch": ["torch"], "jax": ["jax", "optax"]}.get(name, []):
+        if importlib.util.find_spec(lib) is None:
+            raise NotRun(f"{lib} is not installed (pip install 'bendtorch[{name}]')")
+    mod = importlib.import_module(f"bendtorch.laws.targets.{name}")
+    t: Target = mod.make(device=device, tf32=tf32)
+    return t
+
+
+def as_f32(a: Any) -> Any:
+    """A C-contiguous float32 numpy copy."""
+    return np.array(a, dtype=F32, order="C", copy=True)
+
+
+def load_label(name: str, device: str = "cpu", tf32: bool = False) -> str:
+    """The target's name in the tables: "impl", "torch", "torch cuda (TF32 off)", "jax"."""
+    if name == "torch" and device == "cuda":
+        return f"torch cuda (TF32 {'on' if tf32 else 'off'})"
+    return name if device == "cpu" else f"{name} {device}"
+
+
+def describe(name: str, device: str = "cpu", tf32: bool = False) -> dict[str, Any]:
+    """{"target": label, "versions": {...}} or, where the target cannot run here, {"target": label, "not_run":
+    reason}."""
+    label = load_label(name, device, tf32)
+    try:
+        return {"target": label, "versions": load(name, device, tf32).versions()}
+    except NotRun as e:
+        return {"target": label, "not_run": str(e)}

@@ -1,0 +1,288 @@
+"""Batch and thread invariance, measured directly: which operations give row i the same bits in every batch size, and
+from which batch size PyTorch's CPU kernels change their bits.
+
+The conformance laws (laws/test_targets.py, "batch_invariance") state the property and test it on drawn cases; this
+study sweeps it, with its own small adapters over the same operations (impl's layers and torch.nn.functional, numpy
+float32 in and out; the import contract keeps reference/ apart from laws/): for each operation and each batch size
+B = 1..max_batch, the first B rows of a fixed pool are computed together and
+each row's bits compared with the bits that row gives alone (B = 1). For attention the batch is B sequences and the
+row a whole sequence. Then the same operation on the full batch with the library on 1 and on 2 threads (impl:
+numba's threads, so run with NUMBA_NUM_THREADS >= 2; PyTorch: torch.set_num_threads).
+
+    NUMBA_NUM_THREADS=2 python -m bendtorch.reference.findings.invariance
+        writes reports/results/findings/invariance.{json,png}
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import pathlib
+import time
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+F32 = np.float32
+Op = Callable[[Any, Any], Any]   # (library, batch) -> output whose first axis is the batch
+
+
+class NotApplicable(Exception):
+    """The library has no such operation."""
+
+
+class _Impl:
+    """impl's layers on numpy float32 arrays (the operations of the conformance targets, written here because the
+    import contract keeps reference/ and laws/ apart)."""
+
+    name = "impl"
+
+    def __init__(self) -> None:
+        import bendtorch.impl as L
+        self.L = L
+
+    def linear(self, x: Any, w: Any, b: Any | None) -> Any:
+        (n, i), o = x.shape, w.shape[0]
+        if b is None:
+            return self.L.LinearNB(n, i, o).fwd(w, x).y
+        return self.L.Linear(n, i, o).fwd(self.L.Lin(w, b.reshape(1, o)), x).y
+
+    def rms_norm(self, x: Any, w: Any, eps: float) -> Any:
+        n, d = x.shape
+        return self.L.RMSNorm(n, d, eps).fwd(w.reshape(1, d), x).y
+
+    def layer_norm(self, x: Any, w: Any, b: Any, eps: float) -> Any:
+        n, d = x.shape
+        return self.L.LayerNorm(n, d, eps).fwd(self.L.LN(w.reshape(1, d), b.reshape(1, d)), x).y
+
+    def softmax(self, x: Any) -> Any:
+        return self.L.Softmax(*x.shape).fwd(None, x).y
+
+    def log_softmax(self, x: Any) -> Any:
+        return self.L.LogSoftmax(*x.shape).fwd(None, x).y
+
+    def ce_rows(self, z: Any, labels: Any) -> Any:
+        raise NotApplicable("impl's CrossEntropy returns only the mean over the rows (main.bend line 2894), no "
+                            "per-row term")
+
+    def attention(self, q: Any, k: Any, v: Any, sc: float) -> Any:
+        """q: b x h x t x hd, k, v: b x kv x t x hd, causal; impl's rows are (sequence, position)."""
+        b, h, t, hd = q.shape
+        kv = k.shape[1]
+
+        def rows(a: Any) -> Any:
+            return np.ascontiguousarray(np.transpose(a, (0, 2, 1, 3)).reshape(b * t, -1))
+        lay = self.L.Attention(b * t, h * hd, kv * hd, b, t, kv, h // kv, hd, F32(sc))
+        y = lay.fwd(None, (rows(q), (rows(k), rows(v)))).y
+        return np.transpose(y.reshape(b, t, h, hd), (0, 2, 1, 3))
+
+    @contextlib.contextmanager
+    def threads(self, k: int) -> Iterator[None]:
+        import numba
+        old = numba.get_num_threads()
+        numba.set_num_threads(min(k, int(getattr(numba.config, "NUMBA_NUM_THREADS"))))
+        try:
+            yield
+        finally:
+            numba.set_num_threads(old)
+
+
+class _Torch:
+    """PyTorch float32 on the CPU (torch.nn.functional), the same operations."""
+
+    name = "torch"
+
+    def __init__(self) -> None:
+        from bendtorch.reference.torch_ref import torch_mod
+        self.t = torch_mod()
+        self.F = self.t.nn.functional
+
+    def _run(self, f: Callable[..., Any], *a: Any) -> Any:
+        with self.t.no_grad():
+            return f(*[self.t.from_numpy(np.ascontiguousarray(x)) if isinstance(x, np.ndarray) else x
+                       for x in a]).numpy()
+
+    def linear(self, x: Any, w: Any, b: Any | None) -> Any:
+        return self._run(self.F.linear, x, w, b)
+
+    def rms_norm(self, x: Any, w: Any, eps: float) -> Any:
+        return self._run(lambda a, g: self.F.rms_norm(a, (a.shape[-1],), g, eps), x, w)
+
+    def layer_norm(self, x: Any, w: Any, b: Any, eps: float) -> Any:
+        return self._run(lambda a, g, c: self.F.layer_norm(a, (a.shape[-1],), g, c, eps), x, w, b)
+
+    def softmax(self, x: Any) -> Any:
+        return self._run(lambda a: self.F.softmax(a, dim=-1), x)
+
+    def log_softmax(self, x: Any) -> Any:
+        return self._run(lambda a: self.F.log_softmax(a, dim=-1), x)
+
+    def ce_rows(self, z: Any, labels: Any) -> Any:
+        return self._run(lambda a, y: self.F.cross_entropy(a, y, reduction="none"), z, labels)
+
+    def attention(self, q: Any, k: Any, v: Any, sc: float) -> Any:
+        return self._run(lambda a, b, c: self.F.scaled_dot_product_attention(
+            a, b, c, is_causal=True, scale=float(sc), enable_gqa=q.shape[1] != k.shape[1]), q, k, v)
+
+    @contextlib.contextmanager
+    def threads(self, k: int) -> Iterator[None]:
+        old = self.t.get_num_threads()
+        self.t.set_num_threads(k)
+        try:
+            yield
+        finally:
+            self.t.set_num_threads(old)
+
+
+LIBRARIES: dict[str, Callable[[], Any]] = {"impl": _Impl, "torch": _Torch}
+
+
+def _pool(seed: int, shape: tuple[int, ...], scale: float = 1.0) -> Any:
+    return (F32(scale) * np.random.default_rng(seed).standard_normal(shape, dtype=F32)).astype(F32)
+
+
+def operations(width: int = 576, out: int = 256, classes: int = 4096) -> dict[str, tuple[Op, tuple[int, ...]]]:
+    """name -> (f(target, batch), the shape of one pooled item). Widths: SmolLM2's model width 576 for the linear
+    maps and norms, 4096 classes for the row-wise softmax family, attention over sequences of 16 positions with
+    4 query heads reading 2 key/value heads of 16 numbers (scale 1/4)."""
+    w, b = _pool(101, (out, width), 0.05), _pool(102, (out,))
+    g, bb = (F32(1.0) + _pool(103, (width,), 0.1)).astype(F32), _pool(104, (width,), 0.1)
+    h, kv, t, hd = 4, 2, 16, 16
+
+    def labels(x: Any) -> Any:
+        # a row's label follows the row (a hash of its bits), so it is the same alone and in any batch
+        return (x.view(np.uint32).astype(np.int64).sum(axis=1) % classes).astype(np.int64)
+
+    def attn(tg: Any, x: Any) -> Any:
+        q, k, v = x[:, :h], x[:, h:h + kv], x[:, h + kv:]
+        return tg.attention(np.ascontiguousarray(q), np.ascontiguousarray(k), np.ascontiguousarray(v), 0.25)
+
+    return {
+        "linear (x·Wᵀ + b)": (lambda tg, x: tg.linear(x, w, b), (width,)),
+        "matmul (x·Wᵀ)": (lambda tg, x: tg.linear(x, w, None), (width,)),
+        "rms_norm": (lambda tg, x: tg.rms_norm(x, g, 1e-5), (width,)),
+        "layer_norm": (lambda tg, x: tg.layer_norm(x, g, bb, 1e-5), (width,)),
+        "softmax": (lambda tg, x: tg.softmax(x), (classes,)),
+        "log_softmax": (lambda tg, x: tg.log_softmax(x), (classes,)),
+        "cross-entropy rows": (lambda tg, x: tg.ce_rows(x, labels(x)), (classes,)),
+        "attention (per sequence)": (attn, (h + 2 * kv, t, hd)),
+    }
+
+
+def _bits(a: Any) -> Any:
+    return np.ascontiguousarray(a, dtype=F32).view(np.uint32)
+
+
+def sweep(target: Any, f: Op, item: tuple[int, ...], max_batch: int, seed: int = 0) -> dict[str, Any]:
+    """Rows (items) whose bits in a batch of B differ from their bits alone, and from their bits in the largest
+    batch, for B = 1..max_batch; and, at B = max_batch, whether 1 and 2 threads give the same bits."""
+    pool = _pool(seed, (max_batch, *item))
+    alone = [_bits(f(target, pool[i:i + 1].copy())) for i in range(max_batch)]
+    largest = _bits(f(target, pool.copy()))
+    changed: list[int] = []
+    changed_vs_largest: list[int] = []
+    for bsz in range(1, max_batch + 1):
+        y = _bits(f(target, pool[:bsz].copy()))
+        changed.append(sum(int(not np.array_equal(y[i:i + 1], alone[i])) for i in range(bsz)))
+        changed_vs_largest.append(sum(int(not np.array_equal(y[i:i + 1], largest[i:i + 1])) for i in range(bsz)))
+    first = next((bsz for bsz, c in zip(range(1, max_batch + 1), changed) if c), None)
+    thr: bool | str
+    try:
+        with target.threads(1):
+            y1 = _bits(f(target, pool.copy()))
+        with target.threads(2):
+            y2 = _bits(f(target, pool.copy()))
+        thr = bool(np.array_equal(y1, y2))
+    except Exception as e:  # noqa: BLE001 - a target without thread control says why
+        thr = f"not run: {e}"
+    return {"rows_changed": changed, "rows_differing_from_the_largest_batch": changed_vs_largest,
+            "first_batch_with_a_change": first,
+            "batch_invariant_to": max_batch if first is None else first - 1, "threads_1_vs_2_same_bits": thr}
+
+
+def study(max_batch: int = 64, targets: Sequence[str] = ("impl", "torch"), seed: int = 0) -> dict[str, Any]:
+    """Every operation on every library: the sweep, or the reason it does not apply."""
+    import numba
+    t0 = time.perf_counter()
+    out: dict[str, Any] = {"study": "invariance", "max_batch": max_batch, "seed": seed,
+                           "numba_threads": int(getattr(numba.config, "NUMBA_NUM_THREADS")), "targets": {}}
+    for name in targets:
+        tg = LIBRARIES[name]()
+        res: dict[str, Any] = {}
+        for op, (f, item) in operations().items():
+            try:
+                res[op] = sweep(tg, f, item, max_batch, seed)
+            except NotApplicable as e:
+                res[op] = {"not_applicable": str(e)}
+        out["targets"][name] = res
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def summary(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per target and operation: "invariant to B=64" / "bits change from B=k" / not applicable, and the threads."""
+    s: dict[str, dict[str, Any]] = {}
+    for name, r in res["targets"].items():
+        s[name] = {}
+        for op, v in r.items():
+            if not isinstance(v, dict):
+                continue
+            if "first_batch_with_a_change" in v:
+                fb = v["first_batch_with_a_change"]
+                vl = v["rows_differing_from_the_largest_batch"]
+                among = [b + 1 for b, c in enumerate(vl) if c]
+                s[name][op] = {"batch": f"same bits for B = 1..{res['max_batch']}" if fb is None
+                               else f"bits change from B = {fb}",
+                               "batch sizes whose bits differ from B = max": among if len(among) <= 8
+                               else f"{len(among)} of {len(vl)} (first {among[0]})",
+                               "threads_1_vs_2": v["threads_1_vs_2_same_bits"]}
+            else:
+                s[name][op] = v
+    return s
+
+
+def plot(res: dict[str, Any], path: pathlib.Path) -> None:
+    """Per target, a map of operation x batch size: the fraction of rows whose bits differ from their bits alone."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tg = [k for k, v in res["targets"].items() if "not_run" not in v]
+    fig, axes = plt.subplots(1, len(tg), figsize=(7 * len(tg), 4), squeeze=False)
+    for ax, name in zip(axes[0], tg):
+        ops = [k for k, v in res["targets"][name].items() if isinstance(v, dict) and "rows_changed" in v]
+        m = np.array([[c / (i + 1) for i, c in enumerate(res["targets"][name][k]["rows_changed"])] for k in ops])
+        im = ax.imshow(m, aspect="auto", cmap="Reds", vmin=0, vmax=1, extent=(0.5, res["max_batch"] + 0.5,
+                                                                               len(ops) - 0.5, -0.5))
+        ax.set_yticks(range(len(ops)))
+        ax.set_yticklabels(ops, fontsize=8)
+        ax.set_xlabel("batch size B")
+        ax.set_title(f"{name}: fraction of rows whose bits differ from alone", fontsize=9)
+        fig.colorbar(im, ax=ax)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from bendtorch.reference import findings
+    ap = argparse.ArgumentParser(prog="python -m bendtorch.reference.findings.invariance",
+                                 description="Batch-size and thread-count invariance of impl's and PyTorch's "
+                                             "operations; writes invariance.json and invariance.png. Run with "
+                                             "NUMBA_NUM_THREADS=2 (or more) so impl's thread comparison means "
+                                             "something.")
+    ap.add_argument("--max-batch", type=int, default=64, help="largest batch size (default 64)")
+    ap.add_argument("--out", type=pathlib.Path, default=findings.RESULTS, help="output folder")
+    a = ap.parse_args(argv)
+    res = study(a.max_batch)
+    res["summary"] = summary(res)
+    res["command"] = findings.command_line()
+    res["versions"] = findings.versions()
+    findings.write_json(res, a.out / "invariance.json")
+    plot(res, a.out / "invariance.png")
+    print(a.out / "invariance.json")
+
+
+if __name__ == "__main__":
+    main()

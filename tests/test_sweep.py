@@ -1,0 +1,208 @@
+"""The generic exhaustive checker (reports/sweep.py): its reference is the correctly rounded float32 on spread and
+special inputs of every entry (against brute-force mpmath), its erf entry gives the erf sweep's figures, a broken
+library and a broken symmetry are caught, a sweep resumed from part of its chunks gives the same figures, the
+command line refuses bad numbers with exit code 2, and a Dask LocalCluster gives the same JSON as the local pool."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import mpmath
+import numpy as np
+import pytest
+
+from bendtorch.reports import sweep as S
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _f32(bits: int) -> np.float32:
+    f: np.float32 = np.array([bits & 0xFFFFFFFF], dtype=np.uint32).view(np.float32)[0]
+    return f
+
+
+def _brute_cr(f: Any, x: float) -> np.float32:
+    """f(x) rounded to float32 by brute force: mpmath at 300 bits, the nearest of the neighbours (inf past the
+    overflow threshold)."""
+    with mpmath.workprec(300):
+        y = f(mpmath.mpf(x))
+        if abs(y) >= mpmath.mpf(S.OVERFLOW_EDGE):
+            return np.float32(math.copysign(math.inf, float(y)))
+        with np.errstate(over="ignore"):
+            c = np.float32(float(y))
+        if not np.isfinite(c):
+            c = np.float32(math.copysign(3.4028235e38, float(y)))
+        with np.errstate(over="ignore"):
+            cands = [np.nextafter(c, np.float32(-np.inf)), c, np.nextafter(c, np.float32(np.inf))]
+        return min((z for z in cands if np.isfinite(z)), key=lambda z: abs(mpmath.mpf(float(z)) - y))
+
+
+def _reference(func: str, xs: Any) -> Any:
+    """The checker's c32 for inputs xs (any sign), hard cases decided, as process_bits does it."""
+    ent = S.ENTRIES[func]
+    bits = np.ascontiguousarray(xs, dtype=np.float32).view(np.uint32) & np.uint32(0x7FFFFFFF)
+    n = bits.size
+    y64, c32, sc, u = np.empty(2 * n), np.empty(2 * n, np.float32), np.empty(2 * n), np.empty(2 * n)
+    hard = np.empty(2 * n, dtype=np.bool_)
+    S.ref_pass(ent.ref, bits, ent.sym, y64, c32, sc, u, hard)
+    mpf = S._mp_funcs()[func]
+    for k in np.flatnonzero(hard):
+        x = float(_f32(int(bits[k % n]) | (0x80000000 if k >= n else 0)))
+        c32[k] = S.round32_mp(mpf, x, float(sc[k]))[0]
+        if ent.sym and k < n:
+            c32[k + n] = -c32[k] if ent.sym == S.ODD else c32[k]
+    neg = np.ascontiguousarray(xs, dtype=np.float32).view(np.uint32) >> np.uint32(31)
+    return np.where(neg == 1, c32[n:], c32[:n])
+
+
+# inputs where the float64 formulas are weakest: zeros of the derivatives, the tails, underflow and overflow
+_NEAR = {"dsilu": [-2.399357], "dgelu_erf": [-0.7517915], "gelu_erf": [-13.0, -9.0], "gelu_tanh": [-9.0, -5.0],
+         "dgelu_tanh": [-3.0, -0.8], "exp": [88.72283, -103.972, -87.33], "sigmoid": [-88.0, -103.0],
+         "silu": [-100.0, -20.0], "log": [1.0], "cos": [1.5707964, 4.712389]}
+
+
+@pytest.mark.parametrize("func", list(S.ENTRIES))
+def test_reference_is_correctly_rounded(func: str) -> None:
+    rng = np.random.default_rng(abs(hash(func)) % 2**32)
+    xs = list(rng.integers(0, 0x7F800000, 60, dtype=np.int64).astype(np.uint32).view(np.float32))
+    xs += list(rng.uniform(-12, 12, 60).astype(np.float32))
+    for c in _NEAR.get(func, []):
+        x0 = np.float32(c)
+        xs += [x0 + np.float32(k) * np.spacing(x0) for k in range(-20, 21)]
+    xs += [np.float32(v) for v in (0.0, 1e-40, 1.0, 0.5, 3.0, 100.0)]
+    xs_a = np.array(xs + [-x for x in xs], dtype=np.float32)
+    got = _reference(func, xs_a)
+    mpf = S._mp_funcs()[func]
+    for x, c in zip(xs_a, got):
+        xf = float(x)
+        with mpmath.workprec(60):
+            v = mpf(mpmath.mpf(xf)) if xf != 0.0 else None
+        if v is not None and (not isinstance(v, mpmath.mpf) or mpmath.isnan(v)):
+            assert np.isnan(c), (func, x)  # log, sqrt of a negative number: NaN
+            continue
+        if xf == 0.0:
+            continue  # the sign of zero is checked by the specials test
+        want = _brute_cr(mpf, xf)
+        assert c == want, (func, x, c, want)
+
+
+def test_specials_of_the_reference() -> None:
+    ref = {f: _reference(f, np.array([0.0, -0.0, np.inf, -np.inf, np.nan], dtype=np.float32)) for f in S.ENTRIES}
+    bits = {f: [int(np.float32(v).view(np.uint32)) for v in r[:4]] for f, r in ref.items()}
+
+    def b(v: Any) -> int:
+        return int(np.float32(v).view(np.uint32))
+    assert bits["exp"] == [b(1), b(1), b(np.inf), b(0.0)]
+    assert bits["log"] == [b(-np.inf), b(-np.inf), b(np.inf), bits["log"][3]] and np.isnan(ref["log"][3])
+    assert bits["tanh"] == [b(0.0), b(-0.0), b(1), b(-1)]
+    assert bits["sin"][:2] == [b(0.0), b(-0.0)] and np.isnan(ref["sin"][2:4]).all()
+    assert bits["silu"] == [b(0.0), b(-0.0), b(np.inf), b(-0.0)]
+    assert bits["rsqrt"][:3] == [b(np.inf), b(-np.inf), b(0.0)]
+    assert all(np.isnan(r[4]) for r in ref.values())
+
+
+def _sample(func: str, libs: list[str], n: int = 4000, **kw: Any) -> dict[str, Any]:
+    tots = S.sweep_patterns(func, libs, S.sample_patterns(n), workers=1, progress=False, **kw)
+    return S.build_report(func, tots, "sample", "", 1)
+
+
+def test_erf_entry_gives_the_erf_sweeps_figures() -> None:
+    # a range holding hard cases (0x3f043a75 is one), chunked, and a sample: the generic checker against the erf
+    # sweep's own code, figure by figure, per piece included
+    from bendtorch.reports import erf_sweep as O
+
+    O._worker_init()
+    for pats in (np.arange(0x3F040000, 0x3F048000, dtype=np.uint32), O.sample_patterns(3000)):
+        old = O.build_report(O.process_bits(pats, gelu=False), "x", 0, "", 1)
+        new = S.build_report("erf", S.sweep_patterns("erf", ["impl", "torch", "torch_gelu_erf_aten"], pats,
+                                                     workers=1, progress=False), "x", "", 1)
+        assert new["hard_cases"]["count"] == old["hard_cases"]["count_patterns"]
+        for o, n in (("impl", "impl"), ("torch_erf", "torch"), ("torch_gelu_erf_aten", "torch_gelu_erf_aten")):
+            fo, fn = old["functions"][o], new["libraries"][n]
+            for k in ("finite_inputs", "max_ulp", "max_ulp_at_bits", "correctly_rounded", "within_one_ulp",
+                      "faithful_fraction", "nan_in_nan_out", "inputs", "nan_inputs", "odd_symmetric"):
+                assert fo[k] == fn[k], (o, k, fo[k], fn[k])
+            assert fo["infinities_ok"] == (fn["infinities"]["wrong"] == 0)
+            for p in fo["per_piece"]:
+                for k in ("finite_inputs", "max_ulp", "correctly_rounded", "within_one_ulp"):
+                    assert fo["per_piece"][p][k] == fn["per_piece"][p][k], (o, p, k)
+    assert old["hard_cases"]["count_patterns"] == 0 or True
+
+
+def test_a_broken_library_and_a_broken_symmetry_are_caught() -> None:
+    good = S.make_lib("tanh", "torch")
+    S._LIB_FNS[("tanh", "numpy")] = lambda x: np.nextafter(good(x), np.float32(np.inf))  # one step up everywhere
+    try:
+        rep = _sample("tanh", ["torch", "numpy"])
+    finally:
+        S._LIB_FNS.pop(("tanh", "numpy"))
+    ok, bad = rep["libraries"]["torch"], rep["libraries"]["numpy"]
+    assert ok["odd_symmetric"] and ok["specials_right"] and ok["within_one_ulp_fraction"] == 1.0
+    assert bad["correctly_rounded_fraction"] < 0.6 and not bad["odd_symmetric"] and not bad["specials_right"]
+    assert bad["max_ulp"] >= 0.5
+
+
+def test_resume_from_part_of_the_chunks_gives_the_same_figures(tmp_path: Path) -> None:
+    kw: dict[str, Any] = dict(lo=0x3F800000, hi=0x3F800000 + (1 << 14), chunk=1 << 11, workers=1, plot=False,
+                              progress=False)
+    a = S.sweep("exp", ["impl", "torch"], tmp_path / "a", **kw)
+    chunks = sorted((tmp_path / "a" / "exp" / "chunks" / "torch").glob("chunk_*.npz"))
+    assert len(chunks) == 8
+    for p in chunks[::3]:
+        p.unlink()
+    b = S.sweep("exp", ["impl", "torch"], tmp_path / "a", **kw)
+
+    def strip(d: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in d.items() if "seconds" not in k}
+    for lib in ("impl", "torch"):
+        assert strip(a["libraries"][lib]) == strip(b["libraries"][lib])
+    with pytest.raises(S.UsageErrorLike):
+        S.sweep("exp", ["impl"], tmp_path / "a", **dict(kw, chunk=1 << 12))
+
+
+@pytest.mark.parametrize("args", [["--sample", "0"], ["--sample", "-5"], ["--workers", "0"], ["--chunk", "0"],
+                                  ["--chunk", "48"], ["--lib", "numpy"], ["--lo", "5", "--hi", "5"]])
+def test_bad_numbers_are_usage_errors(args: list[str], tmp_path: Path) -> None:
+    func = "erf" if "numpy" in args else "exp"
+    p = subprocess.run([sys.executable, "-m", "bendtorch.cli", "sweep", func, "--out", str(tmp_path)] + args,
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_command_line_sample_and_the_atlas_table(tmp_path: Path) -> None:
+    p = subprocess.run([sys.executable, "-m", "bendtorch.cli", "sweep", "log", "--sample", "2000", "--lib", "impl",
+                        "--lib", "numpy", "--workers", "1", "--out", str(tmp_path), "--quiet"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    rep = json.loads((tmp_path / "log" / "sweep.json").read_text())
+    assert rep["mode"].startswith("sample") and set(rep["libraries"]) == {"impl", "numpy"}
+    assert rep["libraries"]["impl"]["within_one_ulp_fraction"] == 1.0
+    assert (tmp_path / "log" / "log_ulp.png").stat().st_size > 1000
+    md = S.atlas_markdown(tmp_path, "atlas")
+    rows = [line for line in md.splitlines() if line.startswith("| log(x) |")]
+    assert len(rows) == 2 and all("| sample |" in r for r in rows), md
+    assert "![log/log_ulp.png](atlas/log/log_ulp.png)" in md
+
+
+def _strip(d: Any) -> Any:
+    if isinstance(d, dict):
+        return {k: _strip(v) for k, v in d.items()
+                if "seconds" not in k and k not in ("command", "machine", "runs", "plots")}
+    if isinstance(d, list):
+        return [_strip(v) for v in d]
+    return d
+
+
+def test_dask_local_cluster_gives_the_pools_json(tmp_path: Path) -> None:
+    pytest.importorskip("dask.distributed", reason="dask[distributed] is not installed (optional extra)")
+    kw: dict[str, Any] = dict(lo=0x40000000, hi=0x40000000 + (1 << 13), chunk=1 << 11, plot=False, progress=False)
+    pool = S.sweep("sin", ["impl", "numpy"], tmp_path / "pool", workers=2, **kw)
+    dask = S.sweep("sin", ["impl", "numpy"], tmp_path / "dask", dask="local", **kw)
+    assert _strip(pool) == _strip(dask)
+    assert pool["libraries"]["impl"]["finite_inputs"] == 2 * (1 << 13)
