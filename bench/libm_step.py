@@ -19,7 +19,8 @@ from typing import Any
 _STEP = """
 import json, statistics, time, numpy as np
 from bendtorch import impl
-from bendtorch.impl import libm, llama, optim
+from bendtorch.impl import llama, optim
+from bendtorch.impl.kernels import libm
 from bendtorch.impl.train import train_new, train_step
 
 out = {"mode": libm.MODE}

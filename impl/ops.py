@@ -75,7 +75,3 @@ def impl_op(name: str) -> ImplOp:
     except KeyError:
         raise KeyError(f"impl has no op {name!r}; the table has {', '.join(_BY_NAME)}") from None
 
-
-def names(*kinds: str) -> list[str]:
-    """The names of the entries of the given kinds, in the table's order."""
-    return [o.name for o in IMPL_OPS if o.kind in kinds]

@@ -549,12 +549,21 @@ class Layer(Generic[P, X, Y, S]):
         self.check_params("dump", "p", p)
         return self.f_dump(p)
 
+    def _check_flat(self, call: str, xs: object, off: object) -> None:
+        if not isinstance(xs, np.ndarray) or xs.ndim != 1 or xs.dtype.kind != "f":
+            got = f"{xs.shape} of {xs.dtype}" if isinstance(xs, np.ndarray) else type(xs).__name__
+            raise ShapeError(f"{self.label}.{call}: expected a 1-D float array of numbers, got {got}")
+        if not isinstance(off, (int, np.integer)) or isinstance(off, bool) or not 0 <= off <= xs.size:
+            raise ShapeError(f"{self.label}.{call}: the offset must be an integer in [0, {xs.size}], got {off!r}")
+
     def load(self, p: P, xs: Flat, off: int = 0) -> Loaded[P]:
         self.check_params("load", "p", p)
+        self._check_flat("load", xs, off)
         return self.f_load(p, xs, off)
 
     def store(self, p: P, xs: Flat, off: int = 0) -> int:
         self.check_params("store", "p", p)
+        self._check_flat("store", xs, off)
         return self.f_store(p, xs, off)
 
     def count(self) -> int:

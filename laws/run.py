@@ -135,8 +135,8 @@ def _note(r: dict[str, Any]) -> str:
     ce = r.get("counterexample")
     if ce:
         first = ce.get("first")
-        bits = (f"; first difference at {first['index']}: {first['got_bits']} ({first['got']!r}) against "
-                f"{first['want_bits']} ({first['want']!r})") if first else ""
+        bits = (f"; first difference at {first.get('index')}: {first.get('got_bits')} ({first.get('got')!r}) "
+                f"against {first.get('want_bits')} ({first.get('want')!r})") if first else ""
         return f"{ce.get('what', '')}{bits}; inputs: {_inputs(ce)}"
     return str(r.get("message", ""))
 

@@ -244,8 +244,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.seeds < 1 or a.steps < 1:
         print("adam_c2: error: --seeds and --steps must be >= 1", file=sys.stderr)
         return 2
+    fp = trio.impl_fingerprint()  # impl's source when the run starts
     r = study(range(a.seeds), a.lrs, a.steps, progress=lambda s: print(s, file=sys.stderr, flush=True))
     r["command"] = "python -m bendtorch.reference.adam_c2 " + " ".join(argv if argv is not None else sys.argv[1:])
+    r["impl_fingerprint"] = fp
     r["verdict"] = verdict(r)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.with_suffix(".json").write_text(json.dumps(r, indent=1))

@@ -72,8 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.seeds < 1 or a.steps < 1:
         print("bf16_drift: error: --seeds and --steps must be >= 1", file=sys.stderr)
         return 2
+    fp = trio.impl_fingerprint()  # impl's source when the run starts
     r = study(range(a.seeds), a.steps, a.lr, progress=lambda s: print(s, file=sys.stderr, flush=True))
     r["command"] = "python -m bendtorch.reference.bf16_drift " + " ".join(argv if argv is not None else sys.argv[1:])
+    r["impl_fingerprint"] = fp
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.with_suffix(".json").write_text(json.dumps(r, indent=1))
     import matplotlib

@@ -125,8 +125,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.seeds < 1 or a.steps < 1:
         print("llama_drift: error: --seeds and --steps must be >= 1", file=sys.stderr)
         return 2
+    fp = trio.impl_fingerprint()  # impl's source when the run starts
     r = drift_over_seeds(range(a.seeds), a.steps, lr=a.lr)
     r["command"] = "python -m bendtorch.reference.llama_drift " + " ".join(argv if argv is not None else sys.argv[1:])
+    r["impl_fingerprint"] = fp
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.with_suffix(".json").write_text(json.dumps(r, indent=1))
     plot(r, a.out.with_suffix(".png"))

@@ -2,7 +2,7 @@
 optimizer of DESIGN.md's table, each entry with its impl half (`impl.ops.IMPL_OPS`: the constructor and, for an
 activation, its kernels and plain twins), its oracle half (the formula or the constructor of the same name), its
 PyTorch float32 counterpart, its sample inputs (shapes, seeds, input and parameter generators), its bounds in ulps
-against the oracle with their reasons, and the law families that apply. The tests (reference/test_*.py,
+against the oracle with their reasons, and the law families that apply. The tests (tests/reference/test_*.py,
 tests/test_layers_optable.py) and `bendtorch report` all read this list and `judge`, so they cannot disagree.
 docs/ops.md says how to add an op.
 
@@ -336,8 +336,8 @@ OPS: list[Op] = LAYERS + LOSSES + COMBOS + OPTIMIZERS
 
 # impl's public constructors the table does not compare with PyTorch here, and where they are covered instead
 COVERED_ELSEWHERE: dict[str, str] = {
-    "RoPE": "reference/test_attention.py (impl, oracle and PyTorch's Llama rotary embedding) and laws/test_rope.py",
-    "Attention": "reference/test_attention.py (against PyTorch's scaled_dot_product_attention) and "
+    "RoPE": "tests/reference/test_attention.py (impl, oracle and PyTorch's Llama rotary embedding) and laws/test_rope.py",
+    "Attention": "tests/reference/test_attention.py (against PyTorch's scaled_dot_product_attention) and "
                  "laws/test_attention.py",
     "Id": "laws/test_protocol.py (Seq's unit, bit for bit)",
     "Seq": "the compositions below (COMBOS) and laws/test_protocol.py",

@@ -4,7 +4,7 @@ foreach=False), on 2 threads, from numpy inputs, and hand the results back as nu
 Everything here is float32 on the CPU. torch is imported inside the functions (reports/ and the CLI import this
 module lazily, and impl/ and oracle/ never import it).
 
-Facts about torch 2.13's CPU kernels that the comparisons rely on (measured in reference/test_optimizers.py and
+Facts about torch 2.13's CPU kernels that the comparisons rely on (measured in tests/reference/test_optimizers.py and
 docs/optimizers.md): `add(a, b, alpha=s)`, `lerp(a, b, w)` and `addcmul(a, b, c, value=s)` round once at the last
 multiply-add (a fused multiply-add, in the vector loop and in its scalar tail alike); `torch.sqrt` on float32 calls
 MKL's VML vsSqrt in its high-accuracy mode (faithful, up to 1 ulp off the correctly rounded root); a Python float

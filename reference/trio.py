@@ -260,3 +260,24 @@ def drift_study(variants: Mapping[str, Callable[[LlamaSetup, AdamWHP], Run]], se
     final = {k: distribution({s: curves[str(s)][k][-1] for s in seeds}) for k in variants}
     return {"steps": steps, "batch": b, "lr": lr, "seeds": list(seeds), "variants": list(variants),
             "curves": curves, "losses": losses, "final": final}
+
+
+def impl_fingerprint() -> str:
+    """sha256 of impl's source files (every .py under bendtorch.impl, by relative path): a committed figure made
+    from one fingerprint is reproduced bit for bit by the same one; another fingerprint may have other bits."""
+    import hashlib
+    from importlib import resources
+
+    h = hashlib.sha256()
+    root = resources.files("bendtorch.impl")
+
+    def walk(d: Any, rel: str) -> None:
+        for e in sorted(d.iterdir(), key=lambda e: e.name):
+            if e.is_dir() and e.name != "__pycache__":
+                walk(e, f"{rel}{e.name}/")
+            elif e.name.endswith(".py"):
+                h.update(f"{rel}{e.name}\n".encode())
+                h.update(e.read_bytes())
+
+    walk(root, "")
+    return h.hexdigest()

@@ -583,10 +583,11 @@ def round32_mp(mpf_fn: Callable[[Any], Any], x: float, scale: float) -> tuple[np
             c = np.float32(yf) if abs(yf) < 3.5e38 else np.float32(math.copysign(math.inf, yf))
             if abs(c) == np.inf:
                 c = np.float32(math.copysign(float(f32max), yf))
-            if mpmath.mpf(float(c)) <= y:
-                lo, hi = c, np.nextafter(c, np.float32(np.inf))
-            else:
-                lo, hi = np.nextafter(c, np.float32(-np.inf)), c
+            with np.errstate(over="ignore"):  # the neighbour of the largest float is inf
+                if mpmath.mpf(float(c)) <= y:
+                    lo, hi = c, np.nextafter(c, np.float32(np.inf))
+                else:
+                    lo, hi = np.nextafter(c, np.float32(-np.inf)), c
             if abs(hi) == np.inf or abs(lo) == np.inf:
                 edge = mpmath.mpf(OVERFLOW_EDGE)
                 m = edge if y > 0 else -edge
@@ -1158,7 +1159,7 @@ def machine(workers: int | str) -> dict[str, Any]:
             "numba": numba.__version__}
 
 
-def plots(func: str, tots: dict[str, dict[str, Any]], out: Path, title: str) -> list[str]:
+def plots(func: str, tots: dict[str, dict[str, Any]], out: Path, title: str, kind: str = "full") -> list[str]:
     """The largest ulp error against |x| per sign (binned over the float32 line) and the ulp-error histogram, one
     line per library; returns the PNG names."""
     import matplotlib
@@ -1199,7 +1200,7 @@ def plots(func: str, tots: dict[str, dict[str, Any]], out: Path, title: str) -> 
     axes[2].legend(fontsize=8)
     fig.suptitle(f"{ENTRIES[func].title}: ulp error against the correctly rounded float32 ({title})")
     fig.tight_layout()
-    name = f"{func}_ulp.png"
+    name = f"{func}_ulp_{kind}.png"
     fig.savefig(out / name, dpi=100)
     plt.close(fig)
     return [name]
@@ -1228,8 +1229,9 @@ def write_json(path: Path, rep: dict[str, Any]) -> None:
 def sweep(func: str, libs: list[str] | None, out: Path, sample: int | None = None, lo: int = 0, hi: int = FULL_HI,
           chunk: int = 1 << 21, workers: int = 0, dask: str | None = None, fresh: bool = False,
           plot: bool = True, progress: bool = True, command: str = "") -> dict[str, Any]:
-    """Sweep entry `func` with `libs` (default: all of the entry's); writes OUT/FUNCTION/sweep.json (merged with
-    the libraries of an earlier run of the same mode) and the plots; returns the report."""
+    """Sweep entry `func` with `libs` (default: all of the entry's); writes OUT/FUNCTION/sweep_full.json,
+    sweep_sample.json or sweep_range_LO_HI.json (merged with the libraries of an earlier run of the same mode) and
+    the plots; returns the report."""
     t0 = time.perf_counter()
     ent = ENTRIES[func]
     libs = list(libs or ent.libs)
@@ -1237,6 +1239,7 @@ def sweep(func: str, libs: list[str] | None, out: Path, sample: int | None = Non
     d = out / func
     d.mkdir(parents=True, exist_ok=True)
     if sample is not None:
+        kind = "sample"
         tots = sweep_patterns(func, libs, sample_patterns(sample), workers, dask, progress)
         n = 2 * int(next(iter(tots.values()))["n_patterns"][0])
         mode = f"sample ({n} inputs: {sample} spread plus the special values)"
@@ -1247,9 +1250,10 @@ def sweep(func: str, libs: list[str] | None, out: Path, sample: int | None = Non
         tots = sweep_range(out, func, libs, lo, hi, chunk, workers, dask, progress)
         full = lo == 0 and hi == FULL_HI
         mode = "full (all 2^32 bit patterns)" if full else f"range [0x{lo:08x}, 0x{hi:08x}) and negatives"
+        kind = "full" if full else f"range_{lo:08x}_{hi:08x}"
     rep = build_report(func, tots, mode, command or f"bendtorch sweep {func}", dask or workers)
     rep["seconds"] = time.perf_counter() - t0
-    path = d / "sweep.json"
+    path = d / f"sweep_{kind}.json"
     if path.exists():
         old = json.loads(path.read_text())
         if old.get("mode") == mode:
@@ -1258,7 +1262,8 @@ def sweep(func: str, libs: list[str] | None, out: Path, sample: int | None = Non
             rep["runs"] = old.get("runs", [{"command": old.get("command"), "seconds": old.get("seconds")}])
     rep.setdefault("runs", []).append({"command": rep["command"], "libraries": libs, "seconds": rep["seconds"]})
     if plot:
-        rep["plots"] = plots(func, tots, d, mode.split(" (")[0])
+        rep["plots"] = plots(func, tots, d, mode.split(" (")[0], kind)
+    rep["json"] = str(path)
     write_json(path, rep)
     return rep
 
@@ -1282,38 +1287,51 @@ ATLAS_LIBS = ("impl", "impl_clib", "torch", "torch_scalar", "torch_aten", "numpy
 
 
 def atlas_markdown(results_dir: Path, link_prefix: str | None = None) -> str:
-    """REPORT.md's atlas section from RESULTS_DIR/FUNCTION/sweep.json: one row per function and library (max ulp,
-    correctly rounded %, within one ulp %, specials right, full or sampled), then the plots, linked as
-    LINK_PREFIX/FUNCTION/NAME.png (default: RESULTS_DIR as given)."""
+    """REPORT.md's atlas section from RESULTS_DIR/FUNCTION/sweep_full.json and sweep_sample.json: one row per
+    function and library (max ulp, correctly rounded %, within one ulp %, specials right; the full sweep where there
+    is one, else the sample, marked), then the plots, linked as LINK_PREFIX/FUNCTION/NAME.png (default: RESULTS_DIR
+    as given)."""
     results_dir = Path(results_dir)
     prefix = (link_prefix if link_prefix is not None else str(results_dir)).rstrip("/")
     L = ["## The float32 function atlas\n",
          "Every function against its correctly rounded float32 value (float64 reference, mpmath on the inputs too "
-         "close to a rounding boundary), `bendtorch sweep FUNCTION`. \"full\" = all 2^32 inputs; \"sample\" = spread "
-         "inputs only (not exhaustive). CR = correctly rounded, of finite inputs; specials = NaN in NaN out and the "
-         "exact bits at +-inf and +-0.\n",
+         "close to a rounding boundary), `bendtorch sweep FUNCTION`. inputs: \"all 2^32\" = every float32 bit "
+         "pattern; \"sample N\" = N spread inputs plus the special values only (not exhaustive). CR = correctly "
+         "rounded, of finite inputs; specials = NaN in NaN out and the exact bits at +-inf and +-0.\n",
          "| function | library | inputs | max ulp | at x | CR % | within 1 ulp % | specials |",
          "|---|---|---|---|---|---|---|---|"]
     plots_: list[str] = []
     meta: dict[str, Any] = {}
+    commands: list[str] = []
     for func in ENTRIES:
-        p = results_dir / func / "sweep.json"
-        if not p.exists():
+        reps = []
+        for kind in ("full", "sample"):
+            p = results_dir / func / f"sweep_{kind}.json"
+            if p.exists():
+                reps.append(json.loads(p.read_text()))
+        if not reps:
             continue
-        rep = json.loads(p.read_text())
-        meta = rep.get("machine", meta)
-        kind = "full" if rep["mode"].startswith("full") else ("sample" if rep["mode"].startswith("sample")
-                                                               else "range")
-        libs = rep["libraries"]
-        for lib in [x for x in ATLAS_LIBS if x in libs] + [x for x in libs if x not in ATLAS_LIBS]:
-            f = libs[lib]
+        rows: dict[str, tuple[str, dict[str, Any]]] = {}
+        for rep in reps:
+            meta = rep.get("machine", meta)
+            n_in = next(iter(rep["libraries"].values()))["inputs"]
+            tag = "all 2^32" if rep["mode"].startswith("full") else f"sample {n_in}"
+            commands += [r["command"] for r in rep.get("runs", [])]
+            for lib, f in rep["libraries"].items():
+                rows.setdefault(lib, (tag, f))
+            plots_ += [f"{func}/{n}" for n in rep.get("plots", [])]
+        order = [x for x in ATLAS_LIBS if x in rows] + [x for x in rows if x not in ATLAS_LIBS]
+        for lib in order:
+            tag, f = rows[lib]
             sp = "yes" if f["specials_right"] else "no"
-            L.append(f"| {ENTRIES[func].title} | {lib} | {kind} | {f['max_ulp']:.4g} | {f['max_ulp_at']!r} | "
+            L.append(f"| {ENTRIES[func].title} | {lib} | {tag} | {f['max_ulp']:.4g} | {f['max_ulp_at']!r} | "
                      f"{100 * f['correctly_rounded_fraction']:.4f} | {100 * f['within_one_ulp_fraction']:.4f} | "
                      f"{sp} |")
-        plots_ += [f"{func}/{n}" for n in rep.get("plots", [])]
     if meta:
         L.append(f"\nMachine: {meta.get('platform')}, {meta.get('processor')}; C library {meta.get('c_library')}; "
-                 f"torch {meta.get('torch')}, numpy {meta.get('numpy')}, numba {meta.get('numba')}.\n")
+                 f"torch {meta.get('torch')}, numpy {meta.get('numpy')}, numba {meta.get('numba')}. Libraries: "
+                 + "; ".join(f"{k}: {v}" for k, v in LIB_NOTES.items()) + ".\n")
+    if commands:
+        L.append("Commands: " + ", ".join(f"`{c}`" for c in dict.fromkeys(commands)) + "\n")
     L += [f"![{p}]({prefix}/{p})" for p in plots_]
     return "\n".join(L) + "\n"

@@ -55,7 +55,7 @@ class Broken(Target):
         ops = object.__getattribute__(self, "ops")
         if name in ops:
             return lambda *a, **k: ops[name](self, *a, **k)
-        if name in ("base", "ops", "calls", "nthreads", "name", "label", "_na", "device") or name.startswith("__"):
+        if name in ("base", "ops", "calls", "nthreads", "name", "_na", "device") or name.startswith("__"):
             return object.__getattribute__(self, name)
         return getattr(object.__getattribute__(self, "base"), name)
 
@@ -275,8 +275,8 @@ def test_exit_code_rule() -> None:
 
 
 def test_conformance_markdown() -> None:
-    ce = {"what": "linear: row 0 in a batch of 2 against alone", "first": {"got_bits": "3f800001",
-                                                                          "want_bits": "3f800000"}}
+    ce = {"what": "linear: row 0 in a batch of 2 against alone", "inputs": {"x": {"shape": [2, 17]}, "i": 0},
+          "first": {"index": [0, 1], "got_bits": "3f800001", "want_bits": "3f800000", "got": 1.0000001, "want": 1.0}}
     docs = [{"profile": "ci", "seconds": 1.0, "targets": [{"target": "impl", "versions": {"numba": "x"}}],
              "rows": [{"family": "batch_invariance", "law": "linear", "result": "passed", "target": "impl",
                        "suite": "conformance"},
@@ -289,7 +289,7 @@ def test_conformance_markdown() -> None:
     assert "| family | law | impl | torch |" in md
     assert "| batch_invariance | linear | holds | **fails** |" in md
     assert "seq_assoc" not in md  # impl's own laws are not part of the conformance table
-    assert "3f800001 against 3f800000" in md
+    assert "3f800001 (1.0000001) against 3f800000 (1.0)" in md and "x 2x17, i 0" in md
 
 
 def test_a_counterexample_record_gives_the_inputs_back() -> None:

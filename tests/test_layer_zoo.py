@@ -187,7 +187,8 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
             r = lay.bwd(v["p"], s, v["dy"], v["g"])
             return [r.dx, r.g]
         r2 = lay.step(op, v["p"], v["g"], v["st"])
-        return [r2.p, r2.g, r2.st]
+        # a state with no buffers (a parameter-free layer's, Dropout's) comes back as it was given: not compared
+        return [r2.p, r2.g, r2.st] if arrays(args["st"]) else [r2.p, r2.g]
 
     names = {case["kind"]} | parts(lay)
     try:

@@ -19,7 +19,7 @@ import bendtorch.impl as IMPL
 import bendtorch.laws
 import bendtorch.oracle as ORACLE
 from bendtorch.impl.kernels import elementwise as E
-from bendtorch.impl.ops import IMPL_OPS, impl_op
+from bendtorch.impl.ops import IMPL_OPS, KINDS, impl_op
 from bendtorch.impl.protocol import Layer, Loss
 from bendtorch.oracle import funcs
 from bendtorch.reference.ops import COVERED_ELSEWHERE, OPS, Op
@@ -79,6 +79,7 @@ def public_constructors() -> dict[str, Any]:
 
 def test_every_public_layer_has_an_entry() -> None:
     pub = public_constructors()
+    assert all(o.kind in KINDS for o in IMPL_OPS) and len({o.name for o in IMPL_OPS}) == len(IMPL_OPS)
     assert {"Linear", "ReLU", "Seq", "CrossEntropy", "RMSNorm"} <= set(pub)   # the scan sees them
     missing = [n for n in pub if n not in {o.name for o in IMPL_OPS}]
     assert not missing, f"exported by bendtorch.impl but not in impl.ops.IMPL_OPS: {missing}"

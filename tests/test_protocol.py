@@ -272,3 +272,17 @@ def test_a_wrong_gradient_deep_in_a_composition_is_caught_by_its_layer() -> None
         m.bwd(f.p, f.s, rnd(2, 3, seed=5), bad)
     with pytest.raises(ShapeError, match=r"Seq\(A\(2x3\), .*\.bwd: the gradient g has not the parameters'"):
         m.bwd(f.p, f.s, rnd(2, 3, seed=5), np.zeros((1, 3), F32))  # type: ignore[arg-type]
+
+
+def test_load_and_store_check_the_array_and_the_offset() -> None:
+    lay = scale(2, 3)
+    p = lay.zeros()
+    xs = np.arange(6, dtype=F32)
+    assert lay.store(p, xs, 3) == 6 and lay.load(p, xs, 3).off == 6
+    for bad_xs, off in ((xs.reshape(2, 3), 0), (xs.tolist(), 0), (xs.astype(np.int64), 0), (xs, -1), (xs, 7),
+                        (xs, 1.0)):
+        for f in (lay.load, lay.store):
+            with pytest.raises(ShapeError, match=r"^Scale\(2x3\)\.(load|store): "):
+                f(p, bad_xs, off)  # type: ignore[arg-type]
+    with pytest.raises(ShapeError, match=r"load: 3 numbers wanted from offset 4"):
+        lay.load(p, xs, 4)

@@ -19,8 +19,8 @@ from bendtorch import impl
 from bendtorch.impl import llama, optim
 from bendtorch.impl.train import train_new, train_step
 
-TINY_3_STEPS = "73922818d81a872ab726f773e0f1f83660876ad1bd6cf8634bd0239f239d225e"
-SMOL_2L_T32_1_STEP = "b8619f157722531ae52bbf3ad828110fde4724aead93fe5f77414accefb2a936"
+TINY_3_STEPS = "37f00174c106198bd0f7a423b9a82cfe5f541452b958327b863e03dd5d8a2307"
+SMOL_2L_T32_1_STEP = "32c808f8b7c400495931183367af4559514aee61d96e929b510992d78570cb55"
 
 
 def _run(name: str, steps: int, b: int, **changes: Any) -> str:

@@ -82,5 +82,5 @@ def run(args: argparse.Namespace) -> int:
                       progress=not args.quiet, command=command)
     except S.UsageErrorLike as e:
         raise UsageError(str(e)) from None
-    print(S.summary_line(rep, libs) + f"\n  -> {args.out / args.function / 'sweep.json'}")
+    print(S.summary_line(rep, libs) + f"\n  -> {rep['json']}")
     return 0

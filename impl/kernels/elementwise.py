@@ -1,7 +1,7 @@
 """Element-wise activations (main.bend lines 737-761 and 1046-1217): each value f(x) and each input gradient d(dy, v)
 as the seed writes them, every operation rounded once to float32 in the seed's order (no fused multiply-add: numba
-without fastmath never contracts), exp and tanh the C library's expf / tanhf (numba's math.exp / math.tanh on a
-float32).
+without fastmath never contracts), exp and tanh impl.kernels.libm's exp32 / tanh32 (impl's portable functions unless
+BENDTORCH_LIBM=clib selects the C library's expf / tanhf).
 
     ReLU     f = x unless x < 0 (relu(-0) = -0, relu(NaN) = NaN)       d(dy, y) = +0 where y <= 0, else dy
     Sigmoid  f = 1 / (1 + exp(-x))                                     d(dy, y) = (dy * (1 - y)) * y
@@ -18,7 +18,7 @@ product (3.0 * 0.044715 : F32) (line 1098) is rounded once to float32, as the se
 The loops (`act_fwd`, `act_bwd`) are flat over the n*c numbers, in index order; each output depends on its own
 input only, so they run under prange. The activation is chosen by its entry in the table `ACTS` (a code or a name;
 any other raises). The plain twins (`act_fwd_plain`, `act_bwd_plain`) compute the same expressions with numpy float32
-array operations (one rounding each) and the C library's functions through `impl.kernels.libm`.
+array operations (one rounding each) and the same functions through `impl.kernels.libm`.
 
 Every kernel is compiled with error_model="numpy": a float division by zero gives the IEEE infinity or NaN, as the
 seed's F32 division does, instead of numba's default ZeroDivisionError (same bits otherwise).
@@ -26,7 +26,6 @@ seed's F32 division does, instead of numba's default ZeroDivisionError (same bit
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Callable, cast
 
@@ -79,7 +78,7 @@ def relu_d(dy: np.float32, y: np.float32) -> np.float32:
 @numba.njit(cache=True, error_model="numpy")
 def sigmoid_v(x: np.float32) -> np.float32:
     """sigmoid_v, line 1055: 1 / (1 + exp(-x))."""
-    return _ONE / (_ONE + math.exp(-x))
+    return _ONE / (_ONE + libm.exp32(-x))
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -91,7 +90,7 @@ def sigmoid_d(dy: np.float32, y: np.float32) -> np.float32:
 @numba.njit(cache=True, error_model="numpy")
 def tanh_v(x: np.float32) -> np.float32:
     """tanh_v, line 1065: tanhf(x)."""
-    return np.float32(math.tanh(x))
+    return np.float32(libm.tanh32(x))
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -103,7 +102,7 @@ def tanh_d(dy: np.float32, y: np.float32) -> np.float32:
 @numba.njit(cache=True, error_model="numpy")
 def silu_v(x: np.float32) -> np.float32:
     """silu_v, line 1076: x / (1 + exp(-x)) (PyTorch's CPU kernel)."""
-    return x / (_ONE + math.exp(-x))
+    return x / (_ONE + libm.exp32(-x))
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -122,14 +121,14 @@ def gelu_inner(x: np.float32) -> np.float32:
 @numba.njit(cache=True, error_model="numpy")
 def gelu_v(x: np.float32) -> np.float32:
     """gelu_v, line 1091: (0.5*x) * (1 + tanh(gelu_inner(x)))."""
-    return (_HALF * x) * (_ONE + math.tanh(gelu_inner(x)))
+    return (_HALF * x) * (_ONE + libm.tanh32(gelu_inner(x)))
 
 
 @numba.njit(cache=True, error_model="numpy")
 def gelu_d(dy: np.float32, x: np.float32) -> np.float32:
     """gelu_d, line 1094: th = tanh(inner); left = 0.5*x; dleft = 0.5*(1 + th);
     dright = (left*(1 - th*th)) * (0.7978845608028654 * (1 + (3*0.044715)*(x*x))); dy * (dleft + dright)."""
-    th = math.tanh(gelu_inner(x))
+    th = libm.tanh32(gelu_inner(x))
     left = _HALF * x
     dleft = _HALF * (_ONE + th)
     dright = (left * (_ONE - th * th)) * (_SQRT_2_OVER_PI * (_ONE + _GELU_3A * (x * x)))
@@ -151,7 +150,7 @@ def gelu_erf_v(x: np.float32) -> np.float32:
 @numba.njit(cache=True, error_model="numpy")
 def gelu_erf_d(dy: np.float32, x: np.float32) -> np.float32:
     """gelu_erf_d, line 1212: pdf = 0.3989422804014327 * exp((x*x) * -0.5); dy * (cdf(x) + (x*pdf))."""
-    pdf = _INV_SQRT_2PI * math.exp((x * x) * _NEG_HALF)
+    pdf = _INV_SQRT_2PI * libm.exp32((x * x) * _NEG_HALF)
     return dy * (gelu_erf_cdf(x) + x * pdf)
 
 
@@ -234,11 +233,11 @@ def act_bwd(op: int | str, dy: F, v: F) -> F:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# plain twins: numpy float32 array operations (one rounding each), the C library's functions through libm
+# plain twins: numpy float32 array operations (one rounding each), the same functions through libm
 # ---------------------------------------------------------------------------------------------------------------
 
 def lib_map(f: Callable[[np.float32], np.float32], a: F) -> F:
-    """f (a C library float32 function from impl.kernels.libm, or erf_plain) on every number of a, one call per
+    """f (a float32 function from impl.kernels.libm, or erf_plain) on every number of a, one call per
     number: the plain twins' exp, log, tanh, erf."""
     flat = np.ascontiguousarray(a, dtype=F32).reshape(-1)
     out = np.array([f(v) for v in flat], dtype=F32)

@@ -104,12 +104,12 @@ def _c_pow(x: np.float32, y: np.float32) -> Any:
     return math.pow(x, y)
 
 
-exp32: Any
-log32: Any
-tanh32: Any
-sin32: Any
-cos32: Any
-pow32: Any
+exp32: Callable[[Any], np.float32]
+log32: Callable[[Any], np.float32]
+tanh32: Callable[[Any], np.float32]
+sin32: Callable[[Any], np.float32]
+cos32: Callable[[Any], np.float32]
+pow32: Callable[[Any, Any], np.float32]
 if MODE == "portable":
     exp32, log32, tanh32 = portable.exp32, portable.log32, portable.tanh32
     sin32, cos32, pow32 = portable.sin32, portable.cos32, portable.pow32

@@ -255,13 +255,13 @@ _TWO64 = F32(18446744073709551616.0)
 _TWO_M64 = F32(5.421010862427522e-20)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def pow2(e: int) -> Any:
     """2^e for -126 <= e <= 127, from its bits."""
     return u2f(U32((e + 127) << 23))
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def two_sum(a: np.float32, b: np.float32) -> Any:
     """s + t = a + b exactly, s = fl(a + b) (Knuth)."""
     s = a + b
@@ -270,21 +270,21 @@ def two_sum(a: np.float32, b: np.float32) -> Any:
     return s, t
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def fast_two_sum(a: np.float32, b: np.float32) -> Any:
     """s + t = a + b exactly, for |a| >= |b| (Dekker)."""
     s = a + b
     return s, b - (s - a)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def split(a: np.float32) -> Any:
     """a = h + l exactly, h the leading 12 significant bits of a (a mask), l the rest (at most 12 bits)."""
     h = u2f(f2u(a) & _MASK12)
     return h, a - h
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def two_prod(a: np.float32, b: np.float32) -> Any:
     """p + e = a b exactly, p = fl(a b) (Dekker; every partial product of 12-bit halves is exact)."""
     p = a * b
@@ -298,7 +298,7 @@ def two_prod(a: np.float32, b: np.float32) -> Any:
 # exp
 # ---------------------------------------------------------------------------------------------------------------
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _exp_core(xh: np.float32, xl: np.float32) -> Any:
     """exp(xh + xl) = (u + w) 2^e with u + w in about [0.99, 2.02] accurate to a few 2^-37, |w| <= ulp(u);
     for |xh| <= 104."""
@@ -321,7 +321,7 @@ def _exp_core(xh: np.float32, xl: np.float32) -> Any:
     return u, v + small, e
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _scale_round(u: np.float32, w: np.float32, e: int) -> Any:
     """(u + w) 2^e rounded once to float32 (u + w about in [0.99, 2.02]; e >= -152), the subnormal grid
     included: below 2^-126 the sum is rounded to a multiple of 2^(-149 - e) before the exact scaling."""
@@ -371,7 +371,7 @@ def exp32(x: np.float32) -> Any:
 # log
 # ---------------------------------------------------------------------------------------------------------------
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _log_core(x: np.float32) -> Any:
     """log(x) as a pair s + t (|t| <= ulp(s)), for finite x > 0, accurate to a few 2^-45 relative."""
     e = np.int64(0)
@@ -545,7 +545,7 @@ _SC_INV = F32(64.0)
 _SC_STEP = F32(0.015625)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _sincos_r(rh: np.float32, rl: np.float32, want_sin: bool) -> Any:
     """sin(r) or cos(r) for r = rh + rl, |r| <= pi/4 + a little, rounded once."""
     neg = rh < _ZERO

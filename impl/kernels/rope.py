@@ -5,7 +5,7 @@ Rows are positions (row r is position r mod t); a row holds h heads of 2*half nu
 
 Table (rope_ang, line 2133; rope_tab, line 2137), entry e = pos*half + c, every operation in float32:
     ang = (1 / powf(base, float32(c + c) / float32(half + half))) * float32(pos),   cos = cosf(ang), sin = sinf(ang)
-with the C library's powf, cosf, sinf (impl.kernels.libm; the same functions numba's math.* call).
+with impl.kernels.libm's powf, cosf, sinf (impl's portable functions unless BENDTORCH_LIBM=clib).
 
 Rotation (rope_p3, line 2151), each pair on its own, in PyTorch's order of operations:
     forward:  x[c] = a*cos + (-b)*sin,   x[c+half] = b*cos + a*sin

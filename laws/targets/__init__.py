@@ -93,9 +93,6 @@ class Target:
     name = "?"
     device = "cpu"
 
-    def label(self) -> str:
-        return self.name if self.device == "cpu" else f"{self.name} {self.device}"
-
     def versions(self) -> dict[str, str]:
         return {}
 

@@ -5,9 +5,10 @@ jnp.matmul for Linear; RMSNorm as Flax and Hugging Face's Flax Llama write it (x
 LayerNorm through jax.nn.standardize; jax.nn.softmax and log_softmax; optax's
 softmax_cross_entropy_with_integer_labels for cross-entropy's per-row terms; jax.nn.dot_product_attention
 (is_causal=True, grouped-query heads, implementation "xla"); jax.scipy.special.erf; the bfloat16 cast. Every
-operation is jitted, as a JAX program runs it (one compilation per shape, cached); the tiny Llama's forward and
-training step likewise; optax's sgd, adam and adamw (Adam's L2 weight decay as add_decayed_weights before adam, as
-PyTorch adds it to the gradient); a checkpoint as the parameters' and the optimizer state's leaves in a .npz.
+operation is jitted, as a JAX program runs it (one compilation per shape, cached); so are the tiny Llama's forward
+and its training step, as two programs (loss and gradient, then the optimizer's update). optax's sgd, adam and
+adamw (Adam's L2 weight decay as add_decayed_weights before adam, as PyTorch adds it to the gradient); a checkpoint
+as the parameters' and the optimizer state's leaves in a .npz.
 
 Not applicable: dropout (jax.nn has none: it lives in Flax or Equinox, over a PRNG key). Not run: 1 vs 2 threads
 (XLA sizes its CPU thread pool when the process starts, from XLA_FLAGS)."""
@@ -184,14 +185,21 @@ class Jax(Target):
               save_at: int | None = None) -> tuple[dict[str, Any], Any]:
         tx = _optimizer(opt)
 
-        def make() -> Callable[..., Any]:
-            def step(P: Any, st: Any, x: Any, y: Any) -> Any:
-                loss, g = jax.value_and_grad(partial(_loss, cfg))(P, x, y)
+        def make_update() -> Callable[..., Any]:
+            def update(P: Any, st: Any, g: Any) -> Any:
                 up, st = tx.update(g, st, P)
-                return optax.apply_updates(P, up), st, loss
-            return jax.jit(step)
+                return optax.apply_updates(P, up), st
+            return jax.jit(update)
 
-        step = self._compiled(("train", cfg, opt), make)
+        # two jitted programs a step: the loss and its gradient (compiled once per model), the optimizer's update
+        # (once per optimizer), so the laws that train under four optimizers compile the model once
+        grad = self._compiled(("grad", cfg), lambda: jax.jit(jax.value_and_grad(partial(_loss, cfg))))
+        update = self._compiled(("update", cfg, opt), make_update)
+
+        def step(P: Any, st: Any, x: Any, y: Any) -> Any:
+            loss, g = grad(P, x, y)
+            return (*update(P, st, g), loss)
+
         P = self._params(cfg, seed)
         st = tx.init(P)
         losses = []

@@ -34,9 +34,6 @@ class Torch(Target):
             torch.backends.cuda.matmul.allow_tf32 = tf32
             torch.backends.cudnn.allow_tf32 = tf32
 
-    def label(self) -> str:
-        return "torch" if self.device == "cpu" else f"torch cuda (TF32 {'on' if self.tf32 else 'off'})"
-
     def versions(self) -> dict[str, str]:
         v = {"torch": torch.__version__, "numpy": np.__version__}
         if self.device == "cuda":

@@ -1,6 +1,6 @@
-"""Studies that settle the seed's numerical claims with distributions over seeds: Adam's c2 (adam_c2), the seed's
-summation and angle orders at large sizes (orders), the two truths a float32 constant allows (two_truths), and batch
-and thread invariance (invariance). Each module has a function returning a JSON-able dict, a function that plots it,
+"""Studies that state the seed's numerical findings as distributions over seeds (Adam's c2 is
+bendtorch.reference.adam_c2, beside the training loop it shares): the seed's summation and angle orders at large
+sizes (orders), the two truths a float32 constant allows (two_truths), and batch and thread invariance (invariance). Each module has a function returning a JSON-able dict, a function that plots it,
 and a `python -m bendtorch.reference.findings.<module>` entry that writes both under reports/results/findings/."""
 
 from __future__ import annotations
