@@ -13,8 +13,9 @@ cumulative: the second library's figure includes the first's).
 Also measured: the time to the first training step of `tiny` in a fresh process, with a cold numba cache (an empty
 NUMBA_CACHE_DIR, so every kernel compiles) and then warm (the same directory again), as the wall time of the whole
 process (imports, compile or cache load, build, one step) and the time from the start of the build to the end of
-the first step; the full erf sweep's wall time, read from reports/results/erf/erf_sweep.json when it exists (the
-sweep is not rerun); with laws=True, the wall time of `bendtorch laws --profile ci` (a subprocess).
+the first step; the full erf sweep's wall time, read from reports/results/atlas/erf/sweep_full.json when it exists
+(the sum of the runs that made it, `bendtorch sweep erf`; the sweep is not rerun); with laws=True, the wall time of
+`bendtorch laws --profile ci` (a subprocess).
 """
 
 from __future__ import annotations
@@ -151,13 +152,16 @@ def first_step_times() -> dict[str, Any]:
 
 
 def erf_sweep_time() -> dict[str, Any] | None:
-    """The full erf sweep's wall time, from its saved result (not rerun)."""
-    f = _ROOT / "reports" / "results" / "erf" / "erf_sweep.json"
+    """The full erf sweep's wall time, from its saved result (not rerun): the sum of the runs that made it (a run
+    may add libraries to the file, or merge the chunks earlier runs left), each listed."""
+    f = _ROOT / "reports" / "results" / "atlas" / "erf" / "sweep_full.json"
     if not f.exists():
         return None
     d = json.loads(f.read_text())
-    return {"file": str(f.relative_to(_ROOT)), "mode": d.get("mode"), "inputs": d.get("inputs"),
-            "seconds": d.get("seconds"), "seconds_total_with_report": d.get("seconds_total_with_report")}
+    runs = d.get("runs") or [{"command": d.get("command"), "seconds": d.get("seconds")}]
+    return {"file": str(f.relative_to(_ROOT)), "mode": d.get("mode"),
+            "inputs": next(iter(d["libraries"].values()))["inputs"], "libraries": list(d["libraries"]),
+            "seconds": sum(r.get("seconds") or 0.0 for r in runs), "runs": runs}
 
 
 def laws_ci_time() -> dict[str, Any]:

@@ -50,7 +50,7 @@ def measure(model: str = "smol", layers: int | None = None) -> dict[str, Any]:
     """One AdamW step of the model with F32 moments, packed BF16 m, and packed BF16 m and v; each state's bytes."""
     from bendtorch import impl
     from bendtorch.impl import llama
-    from bendtorch.impl.optim import CAdamWBF16, adamw
+    from bendtorch.impl.optim import CAdamWBF16, OptCfg, adamw
     from bendtorch.impl.train import train_new, train_step
 
     cfg = llama.config(model, **({"layers": layers} if layers else {}))
@@ -58,11 +58,12 @@ def measure(model: str = "smol", layers: int | None = None) -> dict[str, Any]:
     rng = np.random.default_rng(0)
     x, y = llama.batch_at(rng.integers(0, cfg.vocab, 4 * cfg.t), 1, cfg.t, rng)
     f32 = np.float32
-    cfgs = {"adamw_f32": adamw(),
-            "adamw_bf16_m": CAdamWBF16(f32(1e-3), f32(0.9), f32(0.999), f32(1e-8), f32(0.01), f32(0.1), f32(0.001),
-                                       False),
-            "adamw_bf16_mv": CAdamWBF16(f32(1e-3), f32(0.9), f32(0.999), f32(1e-8), f32(0.01), f32(0.1),
-                                        f32(0.001), True)}
+    cfgs: dict[str, OptCfg] = {
+        "adamw_f32": adamw(),
+        "adamw_bf16_m": CAdamWBF16(f32(1e-3), f32(0.9), f32(0.999), f32(1e-8), f32(0.01), f32(0.1), f32(0.001),
+                                   False),
+        "adamw_bf16_mv": CAdamWBF16(f32(1e-3), f32(0.9), f32(0.999), f32(1e-8), f32(0.01), f32(0.1), f32(0.001),
+                                    True)}
     out: dict[str, Any] = {"model": model, "layers": cfg.layers, "parameters": m.layer.count(),
                            "parameter_bytes": 4 * m.layer.count()}
     for name, c in cfgs.items():

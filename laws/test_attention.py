@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from bendtorch.impl.bits import same_bits
 from bendtorch.impl.kernels import attention as AK
+from bendtorch.impl.kernels.index import kv_of
 from bendtorch.impl.kernels import libm
 from bendtorch.impl.layers.attention import Attention
 from bendtorch.laws.registry import law
@@ -75,7 +76,7 @@ class Case:
 
 
 @st.composite
-def cases(draw: Any, el: Any = None, hd_at_least_t: bool = False, **shape: int) -> Case:
+def cases(draw: st.DrawFn, /, el: Any = None, hd_at_least_t: bool = False, **shape: int) -> Case:
     b, t, kv, g, hd = draw(attn_shapes(**shape))
     if hd_at_least_t:
         hd = t + draw(st.integers(0, 2))
@@ -314,7 +315,7 @@ def test_causal_grad(prob: Any) -> None:
 
 
 @st.composite
-def group_problems(draw: Any) -> Case:
+def group_problems(draw: st.DrawFn) -> Case:
     return draw(cases(el=elems(1e3), max_b=2, max_t=5))
 
 
@@ -327,7 +328,7 @@ def test_kv_of_group(c: Case) -> None:
     heads whose O (forward) and dQ (backward) become all NaN are exactly those with hi // g == j; every other head's
     O and dQ, and every other key/value head's dK and dV, keep their bits."""
     h = c.kv * c.g
-    assert [AK.kv_of(a, c.g) for a in range(h)] == [a // c.g for a in range(h)]
+    assert [kv_of(a, c.g) for a in range(h)] == [a // c.g for a in range(h)]
     o0 = c.fwd()
     dq0, dk0, dv0 = c.bwd()
     for j in range(c.kv):
@@ -383,11 +384,11 @@ def test_kv_cols(prob: Any) -> None:
 
 
 def _threads(k: int) -> None:
-    numba.set_num_threads(min(k, numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(min(k, int(getattr(numba.config, "NUMBA_NUM_THREADS"))))
 
 
 @st.composite
-def par_problems(draw: Any) -> Case:
+def par_problems(draw: st.DrawFn) -> Case:
     any_el = elems(1e3, allow_nan=True, allow_infinity=True)
     return draw(cases(el=st.one_of(any_el, elems(1e30)), max_b=9, max_t=4, max_kv=2, max_g=2, max_hd=3))
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from bendtorch.impl.bits import same_bits
 from bendtorch.impl.optim import CAdamW, CAdamWBF16, CMomentum, CSGD, adam, adamw, beta_ok, opt_at, opt_mat, state_new
-from bendtorch.impl.protocol import NoMom, OneMom, Packed, PNew, TwoMom, state_join, state_split
+from bendtorch.impl.protocol import NoMom, OneMom, OptState, Packed, PNew, TwoMom, state_join, state_split
 from bendtorch.laws.registry import law
 from bendtorch.laws.strategies import dims, mats
 
@@ -81,13 +81,14 @@ def test_a_mismatched_state_leaves_the_values(wg: Any, case: str) -> None:
     """A state that does not match the optimizer leaves every value untouched (Opt.mat's fallback, line 432)."""
     w, g = wg
     w0, g0 = w.copy(), g.copy()
+    st_: OptState[Any]
     if case == "sgd-state-for-momentum":
         op, st_ = opt_at(CMomentum(F32(0.1), F32(0.9)), F32(0), F32(0)), NoMom()
     elif case == "one-for-adam":
         op, st_ = opt_at(adamw(), F32(0.1), F32(0.001)), OneMom(np.zeros_like(w))
     else:
         op, st_ = opt_at(CMomentum(F32(0.1), F32(0.9)), F32(0), F32(0)), Packed(PNew(True))
-    r = opt_mat(op, w, g, st_)  # type: ignore[arg-type]
+    r = opt_mat(op, w, g, st_)
     assert same_bits(r.p, w0) and same_bits(r.g, g0) and r.st is st_
 
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import bendtorch.impl as L
 from bendtorch.impl.optim import adamw, opt_at, state_new
-from bendtorch.impl.protocol import check_value, structure_diff
+from bendtorch.impl.protocol import Layer, check_value, structure_diff
 from bendtorch.laws.catalog import (KINDS, Src, leaves, mat_layer, of_kind, same_shape, same_tree, same_value, tie,
                           tree_copy, value_of)
 from bendtorch.laws.registry import law
@@ -201,8 +201,8 @@ def test_id_is_seq_unit(prob: Any) -> None:
     x = value_of(f.layer.x_spec, src)
     dy = value_of(f.layer.y_spec, src)
     y0, dx0, g0 = fwd_bwd(f.layer, tree_copy(p), x, dy)
-    left = L.Seq(L.Id(f.layer.x_spec), f.layer)
-    right = L.Seq(f.layer, L.Id(f.layer.y_spec))
+    left: Layer[Any, Any, Any, Any] = L.Seq(L.Id(f.layer.x_spec), f.layer)
+    right: Layer[Any, Any, Any, Any] = L.Seq(f.layer, L.Id(f.layer.y_spec))
     y1, dx1, g1 = fwd_bwd(left, (None, tree_copy(p)), x, dy)
     y2, dx2, g2 = fwd_bwd(right, (tree_copy(p), None), x, dy)
     assert same_value(y1, y0) and same_value(dx1, dx0) and same_tree(g1, g0)

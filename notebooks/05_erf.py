@@ -23,9 +23,10 @@
 #
 # (The erf itself is lines 1108-1199: x + x P(x^2) below 0.84375, K + S(a - c) on six pieces up to 3.92, 1 above.)
 #
-# **What is measured.** The figures of the erf sweep (`reports/erf_sweep.py`: impl's erf, `torch.erf`, and the erf
-# inside PyTorch's exact GELU, Vectorized<float>::erf, ported in `reports/torch_erf.py`, against the correctly rounded
-# erf): from the full sweep's results (`reports/results/erf/erf_sweep.json`) when they are present, else from a
+# **What is measured.** The figures of the erf sweep (the erf entry of `reports/sweep.py`, `bendtorch sweep erf`:
+# impl's erf, `torch.erf`, and the erf inside PyTorch's exact GELU, Vectorized<float>::erf, ported in
+# `reports/torch_erf.py`, against the correctly rounded erf): from the full sweep's results
+# (`reports/results/atlas/erf/sweep_full.json`) when they are present, else from a
 # uniformly random sample of float32 bit patterns (`nbutil.erf_sample_results`; its fractions carry a sampling error,
 # allowed for in the verdict). Beside it, the ulp error along [-6, 6] on a dense grid, and what each erf does to GELU's
 # gradient Phi(x) + x phi(x), where the erf's absolute error enters as half of it, against the oracle's float64 gradient.
@@ -45,22 +46,22 @@ T = U.banner()  # PyTorch float32 on 2 threads (reference.torch_ref.torch_mod)
 FULL = U.size() == "full"    # set FULL = True for the full study (or run with BENDTORCH_NB_SIZE=full)
 SAMPLE = 1 << 22 if FULL else 1 << 15      # random positive bit patterns (each also negated) when no full sweep
 GRID = 200001 if FULL else 20001           # points of the dense grid on [-6, 6] (and of GELU's on [-10, 10])
-USE_FULL_SWEEP = True                      # use reports/results/erf/erf_sweep.json when it exists
+USE_FULL_SWEEP = True                      # use reports/results/atlas/erf/sweep_full.json when it exists
 
 # %%
-from bendtorch.reports import erf_sweep as S
+from bendtorch.reports import sweep as S
 rep = U.erf_full_results() if USE_FULL_SWEEP else None
-source = "full sweep (reports/results/erf/erf_sweep.json)"
+source = "full sweep (reports/results/atlas/erf/sweep_full.json)"
 with U.Timer() as tm:
     if rep is None:
         rep = U.erf_sample_results(SAMPLE, seed=0)
         source = rep["mode"]
-print(f"source: {source}; {rep['inputs']} inputs ({tm.s:.1f} s)")
-for f in S.ERF_FUNCS:
-    r = rep["functions"][f]
+print(f"source: {source}; {rep['libraries']['impl']['inputs']} inputs ({tm.s:.1f} s)")
+for f in U.ERF_LIBS:
+    r = rep["libraries"][f]
     print(f"{f:>22}: max {r['max_ulp']:.4g} ulp, correctly rounded {100 * r['correctly_rounded_fraction']:.3f}%, "
           f"within one step {100 * r['within_one_ulp_fraction']:.4f}%, NaN in NaN out {r['nan_in_nan_out']}, "
-          f"max abs error {r['max_abs_error']:.3g}")
+          f"max abs error where not correctly rounded {r['max_abs_error_where_not_correctly_rounded']:.3g}")
 
 # %%
 from bendtorch.impl.kernels.erf import erf as impl_erf, erf_piece, BOUNDS
@@ -81,13 +82,14 @@ for b in BOUNDS:
 axes[0].axhline(0.93, color="red", lw=0.8, ls="--", label="the seed's 0.93")
 axes[0].set_yscale("log"); axes[0].set_xlabel("x"); axes[0].set_ylabel("ulp error vs erf (float64)")
 axes[0].set_title("along the line (impl's piece bounds dotted)"); axes[0].legend(fontsize=8, markerscale=6)
-pp = rep["functions"]
+pp = rep["libraries"]
 w = 0.27
-for i, f in enumerate(S.ERF_FUNCS):
+NP = len(S.ERF_PIECES)
+for i, f in enumerate(U.ERF_LIBS):
     mx = [pp[f]["per_piece"][k]["max_ulp"] for k in pp[f]["per_piece"]]
-    axes[1].bar(np.arange(S.NP) + (i - 1) * w, np.maximum(mx, 1e-3), w, label=f)
+    axes[1].bar(np.arange(NP) + (i - 1) * w, np.maximum(mx, 1e-3), w, label=f)
 axes[1].set_yscale("log"); axes[1].axhline(0.93, color="red", lw=0.8, ls="--")
-axes[1].set_xticks(range(S.NP)); axes[1].set_xticklabels([f"{p}\n{S.PIECES[p]}" for p in range(S.NP)], fontsize=7)
+axes[1].set_xticks(range(NP)); axes[1].set_xticklabels([f"{p}\n{S.ERF_PIECES[p]}" for p in range(NP)], fontsize=7)
 axes[1].set_ylabel("max ulp error"); axes[1].set_title(f"per impl piece ({source})"); axes[1].legend(fontsize=8)
 for ax in axes: ax.grid(alpha=0.3)
 fig.tight_layout(); plt.show()
@@ -132,7 +134,7 @@ for lo, hi in ((-10, -5.5), (-5.5, -3), (-3, 3), (3, 10)):
     print(f"x in [{lo}, {hi}): GELU' rel error max impl {rel(d_impl)[0][m].max():.2e}, PyTorch {rel(d_torch)[0][m].max():.2e}")
 
 # %%
-imp = rep["functions"]["impl"]
+imp = rep["libraries"]["impl"]
 cr = float(imp["correctly_rounded_fraction"])
 n = int(imp["finite_inputs"])
 full = source.startswith("full")
@@ -151,8 +153,8 @@ VERDICT = {
     "within_one_step_fraction": float(imp["within_one_ulp_fraction"]),
     "nan_in_nan_out": bool(imp["nan_in_nan_out"]),
     "source": source,
-    "torch_erf_max_ulp": float(rep["functions"]["torch_erf"]["max_ulp"]),
-    "torch_gelu_erf_max_ulp": float(rep["functions"]["torch_gelu_erf_aten"]["max_ulp"]),
+    "torch_erf_max_ulp": float(rep["libraries"]["torch"]["max_ulp"]),
+    "torch_gelu_erf_max_ulp": float(rep["libraries"]["torch_gelu_erf_aten"]["max_ulp"]),
     "gelu_grad_max_rel_error_impl": float(rel(d_impl).max()),
     "gelu_grad_max_rel_error_torch": float(rel(d_torch).max()),
 }

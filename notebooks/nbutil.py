@@ -294,8 +294,9 @@ def norm_errors(kind: str, d: int, rows: int, seed: int, scale: float = 1.0, off
 # ---------------------------------------------------------------------------------------------------------------
 
 def erf_full_results() -> dict[str, Any] | None:
-    """The full erf sweep's report (reports/results/erf/erf_sweep.json), when it has been run, else None."""
-    p = resources.files("bendtorch.reports").joinpath("results", "erf", "erf_sweep.json")
+    """The full erf sweep's report (reports/results/atlas/erf/sweep_full.json, `bendtorch sweep erf`), when it has
+    been run, else None."""
+    p = resources.files("bendtorch.reports").joinpath("results", "atlas", "erf", "sweep_full.json")
     if not p.is_file():
         return None
     rep: dict[str, Any] = json.loads(p.read_text())
@@ -305,9 +306,9 @@ def erf_full_results() -> dict[str, Any] | None:
 def erf_patterns(n: int, seed: int) -> npt.NDArray[np.uint32]:
     """n positive float32 bit patterns drawn uniformly at random from [0, 2^31) (an unbiased sample of the float32
     line's patterns: the sweep's evenly spaced sample keeps the low mantissa bits fixed, which biases the fraction of
-    correctly rounded results), plus every special value of reports.erf_sweep, padded to a multiple of 32 (torch's
+    correctly rounded results), plus every special value of reports.sweep, padded to a multiple of 32 (torch's
     whole-vector loops)."""
-    from bendtorch.reports import erf_sweep as S
+    from bendtorch.reports import sweep as S
     rng = np.random.default_rng(seed)
     allb = np.unique(np.concatenate([rng.integers(0, 1 << 31, n, dtype=np.int64).astype(np.uint32),
                                      S.special_patterns()]))
@@ -317,15 +318,26 @@ def erf_patterns(n: int, seed: int) -> npt.NDArray[np.uint32]:
     return allb
 
 
+ERF_LIBS = ("impl", "torch", "torch_gelu_erf_aten")  # the erf entry's libraries the notebook sets side by side
+
+
 def erf_sample_results(n: int, seed: int = 0) -> dict[str, Any]:
-    """The erf sweep's figures (reports.erf_sweep.process_bits and build_report: impl, torch.erf and PyTorch GELU's
-    internal erf against the correctly rounded erf) on `erf_patterns(n, seed)` and their negatives; the
-    accumulators are kept under "_tot" for plotting."""
-    from bendtorch.reports import erf_sweep as S
+    """The erf entry's figures (reports.sweep.sweep_patterns and build_report: impl, torch.erf and PyTorch GELU's
+    internal erf against the correctly rounded erf) on `erf_patterns(n, seed)` and their negatives, in this process;
+    the accumulators are kept under "_tot" for plotting."""
+    import torch
+
+    from bendtorch.reports import sweep as S
+    threads = numba.get_num_threads(), torch.get_num_threads()
     t0 = time.perf_counter()
-    tot = S.process_bits(erf_patterns(n, seed))
-    rep: dict[str, Any] = S.build_report(tot, f"random sample ({2 * int(tot['n_patterns'][0])} inputs)",
-                                         time.perf_counter() - t0, f"nbutil.erf_sample_results({n}, {seed})", 1)
-    rep["seed_claims"] = S.seed_claims(rep)
+    try:
+        tot = S.sweep_patterns("erf", list(ERF_LIBS), erf_patterns(n, seed), workers=1, progress=False)
+    finally:  # the sweep's worker runs numba and torch on one thread each
+        numba.set_num_threads(threads[0])
+        torch.set_num_threads(threads[1])
+    n_in = 2 * int(tot["impl"]["n_patterns"][0])
+    rep: dict[str, Any] = S.build_report("erf", tot, f"random sample ({n_in} inputs)",
+                                         f"nbutil.erf_sample_results({n}, {seed})", 1)
+    rep["seconds"] = time.perf_counter() - t0
     rep["_tot"] = tot
     return rep

@@ -93,33 +93,25 @@ def plot_op(name: str, res: dict[str, Any], path: Path) -> None:
 # ---- the erf sweep's sample ------------------------------------------------------------------------------------
 
 def erf_sample(out: Path, n: int) -> dict[str, Any]:
-    """reports/erf_sweep.py in its sample mode (guarded: if it cannot be imported or fails, the report says so)."""
+    """The erf entry of reports/sweep.py in its sample mode, impl's figures and the seed's claims (guarded: if it
+    cannot be imported or fails, the report says so)."""
     if n <= 0:
         return {"status": "skipped (--erf-sample 0)"}
     try:
-        from bendtorch.reports import erf_sweep
+        from bendtorch.reports import sweep
     except Exception as e:  # noqa: BLE001 - reported in REPORT.md
-        return {"status": f"reports/erf_sweep.py not importable: {type(e).__name__}: {e}"}
-    d = out / "erf"
-    import numba
-    n_threads = numba.get_num_threads()
+        return {"status": f"reports/sweep.py not importable: {type(e).__name__}: {e}"}
     try:
-        import argparse  # the sweep's run() still takes its command's arguments
-
-        p = argparse.ArgumentParser(prog="bendtorch erf-sweep")
-        erf_sweep.add_arguments(p)  # its own options and defaults, whatever they are now
-        ns = p.parse_args(["--sample", str(n), "--out", str(d), "--no-plots", "--quiet"])
-        code = erf_sweep.run(ns)
-        rep = json.loads((d / "erf_sweep.json").read_text())
-    except (Exception, SystemExit) as e:  # noqa: BLE001 - reported in REPORT.md
+        rep = sweep.sample("erf", n, out, command=f"bendtorch sweep erf --sample {n} --out {out} --no-plots")
+    except Exception as e:  # noqa: BLE001 - reported in REPORT.md
         return {"status": f"erf sweep sample failed: {type(e).__name__}: {e}",
                 "traceback": traceback.format_exc(limit=3)}
-    finally:
-        numba.set_num_threads(n_threads)  # the sweep's sample mode sets 1 thread for its worker
-    keep = ("mode", "inputs", "finite_inputs", "max_ulp", "max_ulp_at", "correctly_rounded_fraction",
-            "within_one_ulp_fraction", "faithful_fraction", "nan_in_nan_out", "odd_symmetric", "seed_claims")
-    return {"status": "ok" if code == 0 else f"exit code {code}", "json": str(d / "erf_sweep.json"),
-            **{k: rep.get(k) for k in keep}}
+    imp = rep["libraries"]["impl"]
+    keep = ("inputs", "finite_inputs", "max_ulp", "max_ulp_at", "correctly_rounded_fraction",
+            "within_one_ulp_fraction", "faithful_fraction", "nan_in_nan_out", "odd_symmetric")
+    claims = {k: v for k, v in imp.get("claims", {}).items() if k != "source"}
+    return {"status": "ok", "json": rep["json"], "mode": rep["mode"], **{k: imp.get(k) for k in keep},
+            "seed_claims": claims}
 
 
 # ---- the run ---------------------------------------------------------------------------------------------------
@@ -127,34 +119,41 @@ def erf_sample(out: Path, n: int) -> dict[str, Any]:
 # ---- the full erf sweep, the training drift, the law table ------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parent.parent
-FULL_SWEEP = ROOT / "reports" / "results" / "erf" / "erf_sweep.json"
+FULL_SWEEP = ROOT / "reports" / "results" / "atlas" / "erf" / "sweep_full.json"  # `bendtorch sweep erf`'s
 
-# the seed's claims for its erf (main.bend lines 1118-1120), checked against a sweep's JSON
-ERF_CLAIMS: list[tuple[str, Callable[[dict[str, Any]], bool], Callable[[dict[str, Any]], str]]] = [
-    ("at most 0.93 ulp off", lambda e: e["max_ulp"] <= 0.93, lambda e: f"max {e['max_ulp']:.4f} ulp"),
-    ("the correctly rounded float32 on 97.1% of the inputs",
-     lambda e: abs(100 * e["correctly_rounded_fraction"] - 97.1) < 0.05,
-     lambda e: f"{100 * e['correctly_rounded_fraction']:.3f}% of finite inputs"),
-    ("1 ulp from it on the rest", lambda e: e["within_one_ulp_fraction"] == 1.0,
-     lambda e: f"{100 * e['within_one_ulp_fraction']:.4f}% within one float32 step"),
-    ("NaN for every NaN", lambda e: bool(e["nan_in_nan_out"]), lambda e: f"nan_in_nan_out = {e['nan_in_nan_out']}"),
-]
+# the seed's claims for its erf (main.bend lines 1118-1120), as the erf entry of reports/sweep.py checks them
+# (ENTRIES["erf"].claims, judged into the impl library's "claims"): the words of the seed and the measured figure
+ERF_CLAIMS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
+    "max_ulp_at_most": ("at most 0.93 ulp off", lambda e: f"max {e['max_ulp']:.4f} ulp"),
+    "correctly_rounded_fraction": ("the correctly rounded float32 on 97.1% of the inputs",
+                                   lambda e: f"{100 * e['correctly_rounded_fraction']:.3f}% of finite inputs"),
+    "within_one_ulp_fraction": ("1 ulp from it on the rest",
+                                lambda e: f"{100 * e['within_one_ulp_fraction']:.4f}% within one float32 step"),
+    "nan_in_nan_out": ("NaN for every NaN", lambda e: f"nan_in_nan_out = {e['nan_in_nan_out']}"),
+}
 
 
 def erf_full(path: Path, out: Path) -> dict[str, Any]:
-    """The committed full sweep's figures (reports/results/erf/), with the seed's claims confirmed or refuted."""
+    """The committed full sweep of the erf entry (reports/results/atlas/erf/sweep_full.json, `bendtorch sweep erf`),
+    with the seed's claims confirmed or refuted and the other libraries beside impl."""
     if not path.is_file():
-        return {"status": f"no full sweep at {path} (run `bendtorch erf-sweep --out {path.parent}`)"}
+        return {"status": f"no full sweep at {path} (run `bendtorch sweep erf --out {path.parent.parent}`)"}
     e = json.loads(path.read_text())
-    claims = [{"claim": c, "confirmed": bool(ok(e)), "measured": fig(e)} for c, ok, fig in ERF_CLAIMS]
-    pngs = sorted(path.parent.glob("*.png"))
-    return {"status": "ok", "json": str(path), "command": e.get("command"), "machine": e.get("machine"),
-            "seconds": e.get("seconds"), "inputs": e.get("inputs"), "finite_inputs": e.get("finite_inputs"),
-            "max_ulp": e["max_ulp"], "max_ulp_at": e.get("max_ulp_at"),
-            "correctly_rounded_fraction": e["correctly_rounded_fraction"],
-            "within_one_ulp_fraction": e["within_one_ulp_fraction"], "hard_cases": e.get("hard_cases", {}),
-            "comparisons": {k: v for k, v in e.get("functions", {}).items() if k != "impl"},
-            "claims": claims, "plots": [os.path.relpath(p, out.resolve()) for p in pngs]}
+    imp = e["libraries"]["impl"]
+    judged = imp.get("claims", {})
+    claims = [{"claim": words, "confirmed": bool(judged[k]["holds"]), "measured": fig(imp)}
+              for k, (words, fig) in ERF_CLAIMS.items() if k in judged]
+    if len(claims) != len(ERF_CLAIMS):
+        return {"status": f"{path}: impl's claims {sorted(judged)} are not the seed's {sorted(ERF_CLAIMS)}"}
+    pngs = [path.parent / p for p in e.get("plots", [])]
+    runs = e.get("runs") or [{"command": e.get("command"), "seconds": e.get("seconds")}]
+    return {"status": "ok", "json": str(path), "runs": runs, "seconds": sum(r.get("seconds") or 0.0 for r in runs),
+            "machine": e.get("machine"), "inputs": imp.get("inputs"), "finite_inputs": imp.get("finite_inputs"),
+            "max_ulp": imp["max_ulp"], "max_ulp_at": imp.get("max_ulp_at"),
+            "correctly_rounded_fraction": imp["correctly_rounded_fraction"],
+            "within_one_ulp_fraction": imp["within_one_ulp_fraction"], "hard_cases": e.get("hard_cases", {}),
+            "comparisons": {k: v for k, v in e["libraries"].items() if k != "impl"},
+            "claims": claims, "plots": [os.path.relpath(p.resolve(), out.resolve()) for p in pngs if p.is_file()]}
 
 
 def drift_run(out: Path, steps: int, seeds: int, plots: bool) -> dict[str, Any]:
@@ -197,9 +196,11 @@ def committed_sections(out: Path) -> tuple[str, str, str]:
     from bendtorch.reports.sweep import atlas_markdown
     res = ROOT / "reports" / "results"
     sections = []
-    for name, render in (("conformance", lambda d: conformance_markdown(load_results(d))),
-                         ("atlas", lambda d: atlas_markdown(d, link_prefix="atlas")),
-                         ("findings", lambda d: findings_markdown(d, heading="##", link_prefix="findings/"))):
+    renders: tuple[tuple[str, Callable[[Path], str]], ...] = (
+        ("conformance", lambda d: conformance_markdown(load_results(d))),
+        ("atlas", lambda d: atlas_markdown(d, link_prefix="atlas")),
+        ("findings", lambda d: findings_markdown(d, heading="##", link_prefix="findings/")))
+    for name, render in renders:
         try:
             sections.append(render(res / name))
         except Exception as e:  # noqa: BLE001  (a missing or old results folder is reported, not fatal)
@@ -336,11 +337,12 @@ def markdown(rep: dict[str, Any]) -> str:
     f = rep.get("erf_full", {})
     L.append("\n## erf sweep: all 2^32 float32 inputs\n")
     if f.get("status") == "ok":
-        L.append(f"From `{f['json']}`, made by `{f['command']}` in {f['seconds']:.0f} s on "
+        made = ", ".join(f"`{r.get('command')}` ({r.get('seconds') or 0:.0f} s)" for r in f["runs"])
+        L.append(f"From `{f['json']}`, made by {made} on "
                  f"{', '.join(f'{k} {v}' for k, v in (f['machine'] or {}).items())}. "
                  f"{f['inputs']:,} inputs, {f['finite_inputs']:,} finite. Hard cases decided by mpmath: "
-                 f"{f['hard_cases'].get('count_inputs')} inputs (the float64 rounding was wrong on "
-                 f"{f['hard_cases'].get('float64_rounding_was_wrong')}).\n")
+                 f"{f['hard_cases'].get('count')} {f['hard_cases'].get('counted_over', '')} (the float64 rounding "
+                 f"was wrong on {f['hard_cases'].get('float64_rounding_was_wrong')}).\n")
         L.append("| the seed's claim (main.bend lines 1118-1120) | measured | verdict |")
         L.append("| --- | --- | --- |")
         for c in f["claims"]:
@@ -349,13 +351,14 @@ def markdown(rep: dict[str, Any]) -> str:
         if comp:
             L.append("\n| function | max ulp | correctly rounded | within one step |")
             L.append("| --- | --- | --- | --- |")
-            L.append(f"| impl (the seed's erf) | {f['max_ulp']:.4f} | {100 * f['correctly_rounded_fraction']:.3f}% | "
+            L.append(f"| impl (the seed's erf) | {f['max_ulp']:.7g} | {100 * f['correctly_rounded_fraction']:.3f}% | "
                      f"{100 * f['within_one_ulp_fraction']:.4f}% |")
-            names = {"torch_erf": "torch.erf", "torch_gelu_erf_aten": "the erf inside PyTorch's GELU (ATen vector path)"}
+            names = {"torch": "torch.erf", "torch_gelu_erf_aten": "the erf inside PyTorch's GELU (ATen vector path)",
+                     "clib": "the C library's erff"}
             for name, c in comp.items():
                 name = names.get(name, name)
                 if isinstance(c, dict) and "max_ulp" in c:
-                    L.append(f"| {name} | {c['max_ulp']:.4g} | {100 * c.get('correctly_rounded_fraction', 0):.3f}% | "
+                    L.append(f"| {name} | {c['max_ulp']:.7g} | {100 * c.get('correctly_rounded_fraction', 0):.3f}% | "
                              f"{100 * c.get('within_one_ulp_fraction', 0):.4f}% |")
         L.append("")
         L += [f"![{Path(p).stem}]({p})" for p in f["plots"]]

@@ -3,7 +3,7 @@ CORE-MATH's check_exhaustive. A function is a small entry of ENTRIES: its exact 
 implementations ("libraries") to check against it; the checker runs every one of the 2^32 float32 bit patterns (or
 a spread sample, or a range), and writes per-function JSON and plots.
 
-The reference, input by input (the erf sweep's method, generalised):
+The reference, input by input:
 - the entry's float64 formula gives y64 and a scale s with |y64 - f(x)| <= 2^-46 s (s = |y64| for one C library
   call, whose error glibc documents as a few float64 ulps; for a formula of several operations, s also covers the
   magnitude of its terms, so cancellation is accounted for); c32 = y64 rounded to float32;
@@ -894,7 +894,7 @@ def execute(tasks: list[Task], workers: int, dask: str | None,
             on_result: Callable[[int, dict[str, dict[str, Any]]], None], progress: bool, desc: str) -> None:
     """Run the tasks (a local pool per BENDTORCH_LIBM their libraries need), calling on_result(i, {lib: acc})
     for each as it completes; a progress bar counts inputs times libraries."""
-    from tqdm import tqdm  # type: ignore[import-untyped]
+    from tqdm import tqdm
 
     def size(t: Task) -> int:
         p = t[2]
@@ -1266,6 +1266,30 @@ def sweep(func: str, libs: list[str] | None, out: Path, sample: int | None = Non
     rep["json"] = str(path)
     write_json(path, rep)
     return rep
+
+
+def sample(func: str, n: int, out: Path, libs: list[str] | None = None, command: str = "") -> dict[str, Any]:
+    """`sweep` in sample mode (n spread inputs plus the special values) in this process: one worker, no plots, no
+    progress bar, the caller's numba and torch thread counts restored afterwards (the worker sets one each). Writes
+    OUT/FUNCTION/sweep_sample.json; returns the report."""
+    import torch
+
+    threads = numba.get_num_threads(), torch.get_num_threads()
+    try:
+        return sweep(func, libs, out, sample=n, workers=1, plot=False, progress=False,
+                     command=command or f"bendtorch sweep {func} --sample {n}")
+    finally:
+        numba.set_num_threads(threads[0])
+        torch.set_num_threads(threads[1])
+
+
+RESULTS = Path(__file__).resolve().parent / "results" / "atlas"  # the committed results, one folder per entry
+
+
+def results_json(func: str, kind: str = "full", results_dir: Path = RESULTS) -> Path:
+    """RESULTS_DIR/FUNCTION/sweep_KIND.json: where `bendtorch sweep FUNCTION --out RESULTS_DIR` writes (kind full
+    or sample)."""
+    return Path(results_dir) / func / f"sweep_{kind}.json"
 
 
 def summary_line(rep: dict[str, Any], libs: list[str]) -> str:

@@ -16,8 +16,9 @@ with the fused multiply-adds of the source (_mm512_fmadd_ps) and SLEEF's expf u1
 sleefsimdsp.c, whose vmla is a fused multiply-add on AVX512F). The port reproduces each float32 operation: llvm.fma
 for each fused step, (v + 1.5*2^23) - 1.5*2^23 for the round-to-nearest-even of cvtps_epi32 (exact for |v| < 2^22,
 and SLEEF's result is masked to 0 below -104 anyway), and SLEEF's two-step ldexp. Its agreement with torch's gelu is
-checked bit for bit (tests/test_erf_sweep.py on random inputs, and the full erf sweep on all 2^32 inputs): that is
-the evidence that `erf_as` is the erf torch's GELU computes. NaN payloads are not modelled (NaN in gives NaN out).
+checked bit for bit (tests/test_sweep_erf.py on random inputs, and the gelu_erf entry of reports/sweep.py, whose
+torch_aten library is compared with this port on every input it sweeps): that is the evidence that `erf_as` is the
+erf torch's GELU computes. NaN payloads are not modelled (NaN in gives NaN out).
 """
 
 from __future__ import annotations

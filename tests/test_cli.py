@@ -73,11 +73,11 @@ def test_every_command_has_a_module_with_add_arguments_and_run() -> None:
 
 
 def test_lists_repeated_for_help_agree_with_the_library() -> None:
-    from bendtorch.commands import erf_sweep as es_cmd
+    from bendtorch.commands import sweep as sweep_cmd
     from bendtorch.commands import train as train_cmd
-    from bendtorch.reports import erf_sweep, training
+    from bendtorch.reports import sweep, training
     assert train_cmd.OPTS == training.OPTS and train_cmd.MAX_LAYERS == training.MAX_LAYERS
-    assert es_cmd.FULL_HI == erf_sweep.FULL_HI
+    assert sweep_cmd.FULL_HI == sweep.FULL_HI and sweep_cmd.FUNCTIONS == tuple(sweep.ENTRIES)
 
 
 def test_a_usage_error_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:

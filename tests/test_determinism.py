@@ -34,7 +34,7 @@ def train(threads: int) -> Any:
             tr = L.train_step(m, loss, L.adamw(lr=1e-2), tr, x, y)
         return train_dump(m, tr), tr.loss
     finally:
-        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        numba.set_num_threads(int(getattr(numba.config, "NUMBA_NUM_THREADS")))
 
 
 def test_two_runs_and_two_thread_counts_give_the_same_bits() -> None:

@@ -29,7 +29,7 @@ def _specials() -> np.ndarray:
         vals += [x, np.nextafter(x, np.float32(0)), np.nextafter(np.nextafter(x, np.float32(0)), np.float32(0)),
                  np.nextafter(x, np.float32(np.inf)), np.nextafter(np.nextafter(x, np.float32(9)), np.float32(9))]
     out = np.array(vals, dtype=np.float32)
-    out = np.concatenate([out, -out, np.float32([np.inf, -np.inf])])
+    out = np.concatenate([out, -out, np.array([np.inf, -np.inf], dtype=np.float32)])
     nans = np.array([0x7FC00000, 0x7F800001, 0x7FBFFFFF, 0x7FC12345, 0x7FFFFFFF, 0xFFC00000, 0xFF800001,
                      0xFFFFFFFF], dtype=np.uint32).view(np.float32)
     return np.concatenate([out, nans])
@@ -48,7 +48,8 @@ def test_literals_read_the_same_through_float64() -> None:
     for name, text in E.LITERALS.items():
         direct = np.float32(text)
         via64 = np.float32(float(text))
-        assert _bits(np.float32([direct]))[0] == _bits(np.float32([via64]))[0], name
+        assert (_bits(np.array([direct], dtype=np.float32))[0]
+                == _bits(np.array([via64], dtype=np.float32))[0]), name
         assert getattr(E, name) == direct, name
 
 
@@ -58,7 +59,8 @@ def test_numba_equals_plain_bit_for_bit() -> None:
     want = np.array([E.erf_plain(x) for x in xs], dtype=np.float32)
     assert np.array_equal(_bits(got), _bits(want))
     # the scalar entry point (the one other kernels call) is the same function
-    assert all(_bits(np.float32([E.erf32(x)]))[0] == _bits(np.float32([w]))[0] for x, w in zip(xs[:300], want))
+    assert all(_bits(np.array([E.erf32(x)], dtype=np.float32))[0] == _bits(np.array([w], dtype=np.float32))[0]
+               for x, w in zip(xs[:300], want))
     pieces = E.erf_piece(xs)
     assert [E.erf_piece_plain(x) for x in xs] == pieces.tolist()
 
@@ -67,8 +69,8 @@ def test_pieces_switch_at_the_seeds_boundaries() -> None:
     for k, b in enumerate(E.BOUNDS, start=1):
         x = np.float32(b)
         below = np.nextafter(x, np.float32(0))
-        assert E.erf_piece(np.float32([x, -x, below, -below])).tolist() == [k, k, k - 1, k - 1]
-    assert E.erf_piece(np.float32([np.nan, np.inf, -np.inf, 0.0])).tolist() == [0, 7, 7, 0]
+        assert E.erf_piece(np.array([x, -x, below, -below], dtype=np.float32)).tolist() == [k, k, k - 1, k - 1]
+    assert E.erf_piece(np.array([np.nan, np.inf, -np.inf, 0.0], dtype=np.float32)).tolist() == [0, 7, 7, 0]
 
 
 def test_special_values() -> None:
@@ -77,10 +79,10 @@ def test_special_values() -> None:
     nan = np.isnan(xs)
     assert np.isnan(y[nan]).all()  # NaN in, NaN out (every payload, both signs)
     assert not np.isnan(y[~nan]).any()
-    z = E.erf(np.float32([0.0, -0.0]))
+    z = E.erf(np.array([0.0, -0.0], dtype=np.float32))
     assert _bits(z).tolist() == [0, 0x80000000]  # erf(+-0) = +-0 with the sign kept
-    assert E.erf(np.float32([np.inf, -np.inf])).tolist() == [1.0, -1.0]
-    sub = np.uint32([1, 2, 3, 0x7FFFFF]).view(np.float32)
+    assert E.erf(np.array([np.inf, -np.inf], dtype=np.float32)).tolist() == [1.0, -1.0]
+    sub = np.array([1, 2, 3, 0x7FFFFF], dtype=np.uint32).view(np.float32)
     # erf(x) = x (1 + 0.128...) for tiny x: x + x*0.128 rounds near 1.128 x; just bounded and signed here
     ys = E.erf(sub)
     assert (ys >= sub).all() and (ys <= np.float32(1.13) * sub + np.float32(1e-45)).all()

@@ -7,12 +7,19 @@ import numba
 import numpy as np
 import pytest
 
+import numpy.typing as npt
+
 from bendtorch.impl.kernels import packed as K
+from bendtorch.impl.kernels.index import bf16_of_bits
 
 F32 = np.float32
+F = npt.NDArray[np.float32]
+U = npt.NDArray[np.uint32]
+State = tuple[F, F, U, U, F]  # w, g, m, v, vf: adamh's arrays, in its order
+HYPER = tuple(F32(x) for x in (1e-3, 0.1, 0.999, 0.001, 1e-8, 0.01))  # lr, c1, b2, c2, eps, wd
 
 
-def _state(n: int, packed_v: bool, seed: int) -> list[np.ndarray]:
+def _state(n: int, packed_v: bool, seed: int) -> State:
     r = np.random.default_rng(seed)
     w = r.standard_normal(n).astype(F32)
     g = (r.standard_normal(n) * 1e-2).astype(F32)
@@ -20,7 +27,12 @@ def _state(n: int, packed_v: bool, seed: int) -> list[np.ndarray]:
     v = (r.integers(0, 2**32, (n + 1) // 2, dtype=np.uint64).astype(np.uint32) & np.uint32(0x3FFF3FFF)
          if packed_v else np.zeros(0, np.uint32))
     vf = np.abs(r.standard_normal(n)).astype(F32) if not packed_v else np.zeros(0, F32)
-    return [w, g, m, v, vf]
+    return w, g, m, v, vf
+
+
+def _copy(s: State) -> State:
+    w, g, m, v, vf = s
+    return w.copy(), g.copy(), m.copy(), v.copy(), vf.copy()
 
 
 @pytest.mark.parametrize("packed_v", [True, False])
@@ -28,10 +40,10 @@ def _state(n: int, packed_v: bool, seed: int) -> list[np.ndarray]:
 @pytest.mark.parametrize("dec", [True, False])
 def test_packed_kernel_is_the_element_loop(packed_v: bool, n: int, dec: bool) -> None:
     a = _state(n, packed_v, n)
-    b = [x.copy() for x in a]
-    args = [F32(x) for x in (1e-3, 0.1, 0.999, 0.001, 1e-8, 0.01)] + [dec, F32(0.01), F32(0.03)]
-    K.adamh(*a, packed_v, *args)
-    K.adamh_plain(*b, packed_v, *args)
+    b = _copy(a)
+    lr, c1, b2, c2, eps, wd = HYPER
+    K.adamh(*a, packed_v, lr, c1, b2, c2, eps, wd, dec, F32(0.01), F32(0.03))
+    K.adamh_plain(*b, packed_v, lr, c1, b2, c2, eps, wd, dec, F32(0.01), F32(0.03))
     for x, y in zip(a, b):
         assert np.array_equal(x.view(np.uint8), y.view(np.uint8))
     assert not a[1].any()
@@ -42,9 +54,10 @@ def test_packed_kernel_same_bits_with_one_or_two_threads() -> None:
     for threads in (1, 2):
         numba.set_num_threads(threads)
         a = _state(4097, True, 3)
-        K.adamh(*a, True, *[F32(x) for x in (1e-3, 0.1, 0.999, 0.001, 1e-8, 0.01)], True, F32(0.01), F32(0.03))
+        lr, c1, b2, c2, eps, wd = HYPER
+        K.adamh(*a, True, lr, c1, b2, c2, eps, wd, True, F32(0.01), F32(0.03))
         outs.append(a)
-    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    numba.set_num_threads(int(getattr(numba.config, "NUMBA_NUM_THREADS")))
     for x, y in zip(*outs):
         assert np.array_equal(x.view(np.uint8), y.view(np.uint8))
 
@@ -63,5 +76,5 @@ def test_packed_kernel_same_bits_with_one_or_two_threads() -> None:
     (0x80000000, 0x8000),  # -0 keeps its sign
 ])
 def test_bf16_rounding_edge_cases(bits: int, expect: int) -> None:
-    assert int(K.bf16_of_bits(np.uint32(bits))) == expect
+    assert int(bf16_of_bits(np.uint32(bits))) == expect
     assert K.bf16_of_f32_plain(np.array([bits], np.uint32).view(F32)[0]) == expect

@@ -21,6 +21,12 @@ from bendtorch.impl.train import train_new, train_step
 
 TINY_3_STEPS = "37f00174c106198bd0f7a423b9a82cfe5f541452b958327b863e03dd5d8a2307"
 SMOL_2L_T32_1_STEP = "32c808f8b7c400495931183367af4559514aee61d96e929b510992d78570cb55"
+# The same runs with the C library's functions (BENDTORCH_LIBM=clib) on glibc 2.36, x86-64: the pins from before impl
+# had its own functions. They still hold, so every change to the code since then has kept the bits, except the
+# functions themselves; on another C library they differ (which is why impl has its own).
+CLIB_GLIBC = "2.36"
+CLIB_TINY_3_STEPS = "73922818d81a872ab726f773e0f1f83660876ad1bd6cf8634bd0239f239d225e"
+CLIB_SMOL_2L_T32_1_STEP = "b8619f157722531ae52bbf3ad828110fde4724aead93fe5f77414accefb2a936"
 
 
 def _run(name: str, steps: int, b: int, **changes: Any) -> str:
@@ -74,6 +80,21 @@ def test_bits_do_not_depend_on_the_cpu_target_or_the_threads() -> None:
     want = [TINY_3_STEPS, SMOL_2L_T32_1_STEP] * 2
     assert got["generic"] == want, got
     assert got["host"] == want, got
+
+
+def test_the_c_library_mode_keeps_the_earlier_pins() -> None:
+    import platform
+    lib, ver = platform.libc_ver()
+    if (lib, ver, platform.machine()) != ("glibc", CLIB_GLIBC, "x86_64"):
+        import pytest
+        pytest.skip(f"not run: the C library pins are for glibc {CLIB_GLIBC} on x86-64, this is {lib} {ver} on "
+                    f"{platform.machine()}")
+    script = "from tests.test_speed_bits import _run; print(_run('tiny', 3, 4), _run('smol', 1, 1, layers=2, t=32))"
+    env = dict(os.environ, BENDTORCH_LIBM="clib")
+    p = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=3000)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.split() == [CLIB_TINY_3_STEPS, CLIB_SMOL_2L_T32_1_STEP]
 
 
 def test_every_matmul_driver_gives_the_plain_order_bits() -> None:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import argparse
 
-FULL_HI = 1 << 31  # bendtorch.reports.erf_sweep.FULL_HI: the positive float32 bit patterns
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`erf-sweep` is a name for `sweep erf` (bendtorch.commands.sweep): the same arguments, FUNCTION fixed."""

@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-laws", action="store_true", help="skip the law table (the laws' ci profile)")
     parser.add_argument("--erf-full", type=Path, default=None, metavar="JSON",
                         help="the full erf sweep's results to include when present (default: the committed "
-                             "reports/results/erf/erf_sweep.json)")
+                             "reports/results/atlas/erf/sweep_full.json, from `bendtorch sweep erf`)")
 
 
 def _command(a: argparse.Namespace) -> str:

@@ -49,7 +49,7 @@ def torch_attention(q: Arr, k: Arr, v: Arr, dy: Arr, b: int, t: int, kv: int, g:
         S = (Q @ Kr.transpose(-1, -2)) * float(sc)
         mask = torch.ones(t, t, dtype=torch.bool).tril()
         O = torch.softmax(S.masked_fill(~mask, float("-inf")), dim=-1) @ Vr
-    O.backward(torch.tensor(dy).reshape(b, t, h, hd).transpose(1, 2))
+    torch.autograd.backward(O, torch.tensor(dy).reshape(b, t, h, hd).transpose(1, 2))  # O.backward(dy), typed
 
     def back(X: Any, c: int) -> Arr:
         r: Arr = X.detach().transpose(1, 2).reshape(b * t, c).numpy()

@@ -29,7 +29,7 @@ import pytest
 
 from bendtorch.impl.optim import CAdamWBF16, cfg_c1, cfg_c2, opt_at, opt_mat, state_new
 from bendtorch.impl.packed import bf16_of_f32, f32_of_bf16
-from bendtorch.impl.protocol import Packed, PLeaf, PLeafV
+from bendtorch.impl.protocol import Adam, Packed, PLeaf, PLeafV
 from bendtorch.reference.torch_ref import torch_mod
 
 F32 = np.float32
@@ -38,7 +38,8 @@ F32 = np.float32
 def torch_bf16_bits(x: np.ndarray) -> np.ndarray:
     torch = torch_mod()
     t = torch.from_numpy(np.ascontiguousarray(x, dtype=F32)).to(torch.bfloat16)
-    return t.view(torch.int16).numpy().astype(np.uint16).astype(np.uint32)
+    bits: np.ndarray = t.view(torch.int16).numpy().astype(np.uint16).astype(np.uint32)
+    return bits
 
 
 SPECIAL_BITS = [
@@ -95,6 +96,7 @@ def _torch_packed_adamw(w0: np.ndarray, grads: list[np.ndarray], cfg: Any, v16: 
             q1 = F32(q1 + F32(cfg_c1(cfg) * F32(F32(1.0) - q1)))
             q2 = F32(q2 + F32(cfg_c2(cfg) * F32(F32(1.0) - q2)))
             op = opt_at(cfg, q1, q2)
+            assert isinstance(op, Adam)  # an AdamW config steps as Adam (opt_at): narrows the type for op.wd
             s = {n: torch.tensor(F32(getattr(op, n)), dtype=f) for n in ("c1", "b2", "c2", "eps", "step", "bc2")}
             decay = torch.tensor(F32(F32(1.0) - F32(op.lr * op.wd)), dtype=f)
             w = torch.mul(w, decay)

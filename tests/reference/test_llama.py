@@ -61,13 +61,13 @@ def run(case: str) -> dict[str, Any]:
     # PyTorch float32
     tm = TorchLlama(cfg, weights, torch.float32)
     loss, logits = tm.loss(x, y, b)
-    loss.backward()
+    torch.autograd.backward(loss)  # Tensor.backward, through the typed functional form
     out["torch"] = (float(loss.detach()), logits.detach().numpy(), tm.grads())
     # PyTorch float64: a second computation of the oracle's model (checks the builder and the oracle agree with
     # Hugging Face's Llama, not just with each other)
     t64 = TorchLlama(cfg, weights, torch.float64)
     loss64, logits64 = t64.loss(x, y, b)
-    loss64.backward()
+    torch.autograd.backward(loss64)
     out["torch64"] = (float(loss64.detach()), logits64.detach().numpy(), t64.grads())
     return out
 

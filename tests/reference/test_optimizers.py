@@ -20,7 +20,7 @@ import pytest
 
 from bendtorch.reference.compare import check_op
 from bendtorch.reference.ops import OPTIMIZERS, Op
-from bendtorch.reference.optim_study import KINDS, fma32, mkl_sqrt, study
+from bendtorch.reference.optim_study import KINDS, StudyResult, fma32, mkl_sqrt, study
 from bendtorch.reference.torch_ref import to_np, to_t, torch_mod
 
 # impl's distance to the oracle (per step, normwise and median ulps) at most 1.5x PyTorch's + 1 ulp (normwise) or
@@ -29,6 +29,8 @@ from bendtorch.reference.torch_ref import to_np, to_t, torch_mod
 # impl / torch ratios over 100 steps: normwise 0.84-1.35 and median 0.87-1.40 on 91 elements (a few elements decide),
 # 0.97-1.12 and 0.98-1.03 on 3072.
 STEP_FACTOR = 1.5
+
+Studies = dict[tuple[str, tuple[int, int]], StudyResult]  # (kind, shape) -> its study
 
 
 def _mkl() -> bool:
@@ -41,7 +43,7 @@ def test_one_and_ten_steps_against_oracle_and_torch(op: Op) -> None:
 
 
 @pytest.fixture(scope="module")
-def studies() -> dict[tuple[str, tuple[int, int]], object]:
+def studies() -> Studies:
     # 7 x 13 = 91 elements: 2 vector blocks of 32 (AVX512, 2 x 16 floats) and a scalar tail of 27;
     # 48 x 64 = 3072: vector body only (below ATen's 32768-element grain, so one thread does it all)
     return {(k, s): study(k, s, seed=i) for i, k in enumerate(KINDS) for s in ((7, 13), (48, 64))}
@@ -49,7 +51,7 @@ def studies() -> dict[tuple[str, tuple[int, int]], object]:
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("shape", [(7, 13), (48, 64)])
-def test_emulation_reproduces_torch_and_impl_bit_for_bit(studies: dict, kind: str, shape: tuple[int, int]) -> None:
+def test_emulation_reproduces_torch_and_impl_bit_for_bit(studies: Studies, kind: str, shape: tuple[int, int]) -> None:
     """PyTorch's order with FMA, float64 scalars and MKL's sqrt == torch.optim, every element of every one of 100
     steps; the same order with none of the three == impl. So the three causes explain every difference."""
     r = studies[(kind, shape)]
@@ -58,7 +60,7 @@ def test_emulation_reproduces_torch_and_impl_bit_for_bit(studies: dict, kind: st
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("shape", [(7, 13), (48, 64)])
-def test_which_cause_is_needed(studies: dict, kind: str, shape: tuple[int, int]) -> None:
+def test_which_cause_is_needed(studies: Studies, kind: str, shape: tuple[int, int]) -> None:
     """Leaving one cause out of the emulation (doing it impl's way) leaves it different from torch exactly for the
     causes that apply: only the FMA for SGD and Momentum (they have no scalars to compute and no sqrt); all three for
     Adam and AdamW."""
@@ -78,7 +80,7 @@ def test_which_cause_is_needed(studies: dict, kind: str, shape: tuple[int, int])
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("shape", [(7, 13), (48, 64)])
-def test_impl_no_further_from_oracle_than_torch(studies: dict, kind: str, shape: tuple[int, int]) -> None:
+def test_impl_no_further_from_oracle_than_torch(studies: Studies, kind: str, shape: tuple[int, int]) -> None:
     r = studies[(kind, shape)]
     for k in range(r.steps):
         assert r.impl_oracle_norm[k] <= STEP_FACTOR * r.torch_oracle_norm[k] + 1.0, (k, r.summary())
