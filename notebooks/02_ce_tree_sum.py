@@ -83,6 +83,35 @@ for c in CLASSES:
     print(f"{c:7d} | {'':9}{r['running sum'].max():8.2f} {r['tree sum (impl)'].max():8.2f} {r['PyTorch'].max():8.2f} |"
           f" {'':24}{r['running vs PyTorch'].max() / TOL:8.2f} {r['tree vs PyTorch'].max() / TOL:8.2f}")
 
+# %% [markdown]
+# **The loss value over the batch.** Beside the sum over classes, the seed's loss value is the mean of the per-row
+# losses, summed left to right in float32 over the n rows: its error grows with n, while PyTorch's mean stays near
+# one ulp. The committed study (`python -m bendtorch.reference.findings.orders`, 256 classes, seeds 0-7) gives the
+# loss value's relative error against the float64 oracle, median and range over the seeds, for n up to 8192.
+
+# %%
+ce = U.finding("orders")
+if ce is not None:
+    ce = ce["ce"]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for name, by_n in ce["methods"].items():
+        ns = [int(k) for k in by_n]
+        med = [by_n[k]["median"] for k in by_n]
+        lo = [by_n[k]["min"] for k in by_n]
+        hi = [by_n[k]["max"] for k in by_n]
+        ax.plot(ns, med, marker="o", label=name)
+        ax.fill_between(ns, lo, hi, alpha=0.2)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("rows n")
+    ax.set_ylabel("loss value's relative error (u)")
+    ax.set_title(f"cross-entropy's mean over n rows, {ce['classes']} classes, seeds {ce['seeds'][0]}-{ce['seeds'][-1]}")
+    ax.legend()
+    plt.show()
+    print({name: round(by_n[str(max(ce["ns"]))]["median"], 2) for name, by_n in ce["methods"].items()},
+          f"(median u at n = {max(ce['ns'])})")
+else:
+    print("reports/results/findings/orders.json is missing: run python -m bendtorch.reference.findings.orders")
+
 # %%
 r = res[49152]
 figure = float(r["running vs PyTorch"].max() / TOL)
