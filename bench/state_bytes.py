@@ -1,4 +1,4 @@
-"""The optimizer state's bytes for a model (issue 4): F32 Adam's two moments against AdamW's packed BF16 moments
+"""The optimizer state's bytes for a model: F32 Adam's two moments against AdamW's packed BF16 moments
 (CAdamWBF16, v16 True and False), measured on the state one real training step leaves behind (the packed leaves are
 created on a matrix's first step, main.bend line 54, so a state is only full after a step).
 

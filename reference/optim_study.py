@@ -1,4 +1,4 @@
-"""Why impl's optimizer steps differ from PyTorch's, element by element (issue 2, "Optimizers").
+"""Why impl's optimizer steps differ from PyTorch's, element by element.
 
 impl (main.bend lines 238-295, impl/kernels/optim.py) follows `torch.optim.adam._single_tensor_adam`'s order of
 operations, but

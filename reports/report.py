@@ -383,8 +383,10 @@ def markdown(rep: dict[str, Any]) -> str:
     lw = rep.get("laws")
     L.append("\n## Laws (z3 proofs and hypothesis, ci profile)\n")
     if isinstance(lw, dict) and lw.get("status") == "ok":
+        other = {k: sum(r["result"] == k for r in lw["rows"]) for k in ("not applicable", "not run")}
         L.append(f"`{lw['command']}`: {sum(r['result'] == 'passed' for r in lw['rows'])} of {len(lw['rows'])} "
-                 f"laws hold ({lw['seconds']:.0f} s).\n")
+                 f"laws hold" + "".join(f", {v} {k}" for k, v in other.items() if v) +
+                 f" ({lw['seconds']:.0f} s).\n")
         L.append("| family | law | holds | known | examples | result | time (s) |")
         L.append("| --- | --- | --- | --- | ---: | --- | ---: |")
         for r in lw["rows"]:

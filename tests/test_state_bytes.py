@@ -1,4 +1,4 @@
-"""Packed BF16 moments take half the bytes of F32 Adam's two moments (issue 4), measured on the state a real step
+"""Packed BF16 moments take half the bytes of F32 Adam's two moments, measured on the state a real step
 of the tiny Llama leaves (bench/state_bytes.py; the README gives smol's figures)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Attention and RoPE on their own: impl (float32) and PyTorch float32 against the float64 oracle, forward and
-backward (issue 3's reference/ item).
+backward.
 
 PyTorch's attention is taken two ways: a plain masked softmax (S = Q Kᵀ sc, masked_fill -inf, softmax, P V) and
 `scaled_dot_product_attention(is_causal=True)`, grouped-query heads by `repeat_interleave` of K and V (so autograd

@@ -1,4 +1,4 @@
-"""Bad input (issue 2, "Bad input"): each case gets either the seed's behaviour or a clear error, and each test shows
+"""Bad input: each case gets either the seed's behaviour or a clear error, and each test shows
 which, in impl and in the oracle (and PyTorch where it has the same case).
 
   shapes that do not meet        ShapeError at composition time, naming both layers and both shapes

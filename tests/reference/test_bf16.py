@@ -1,4 +1,4 @@
-"""Packed BF16 moments against PyTorch's bfloat16 (main.bend lines 297-445, issue 4).
+"""Packed BF16 moments against PyTorch's bfloat16 (main.bend lines 297-445).
 
 1. The conversion: impl's F32 -> BF16 rounding (ph_of_bits, line 321: nearest, ties to even, NaN -> 0xFFFF) is
    torch's `.to(torch.bfloat16)` bit for bit on every special value and on a million random bit patterns; BF16 -> F32

@@ -1,4 +1,4 @@
-"""The Llama of impl.llama (issue 3): impl (float32) and the same Llama in PyTorch float32 (reference/torch_llama.py,
+"""The Llama of impl.llama: impl (float32) and the same Llama in PyTorch float32 (reference/torch_llama.py,
 Hugging Face's computation) from the same initial weights, against the float64 oracle's model built by the same
 builder: the loss, the logits and every parameter's gradient of one step.
 
