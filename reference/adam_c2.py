@@ -224,14 +224,7 @@ def figure(r: dict[str, Any]) -> Any:
 
 def plot(r: dict[str, Any], path: pathlib.Path) -> None:
     """`figure(r)` written to path (PNG), without a display."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig = figure(r)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    trio.save_figure(figure, r, path, dpi=110)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -249,9 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     r["command"] = "python -m bendtorch.reference.adam_c2 " + " ".join(argv if argv is not None else sys.argv[1:])
     r["impl_fingerprint"] = fp
     r["verdict"] = verdict(r)
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.with_suffix(".json").write_text(json.dumps(r, indent=1))
-    plot(r, a.out.with_suffix(".png"))
+    trio.write_study(r, a.out, figure, dpi=110)
     print(json.dumps(r["verdict"], indent=1))
     return 0
 

@@ -7,7 +7,6 @@ float32 moments, BF16 m, BF16 m and v, beside PyTorch's float32 AdamW, over seed
 from __future__ import annotations
 
 import argparse
-import json
 import pathlib
 import sys
 from typing import Any, Callable, Sequence
@@ -76,16 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     r = study(range(a.seeds), a.steps, a.lr, progress=lambda s: print(s, file=sys.stderr, flush=True))
     r["command"] = "python -m bendtorch.reference.bf16_drift " + " ".join(argv if argv is not None else sys.argv[1:])
     r["impl_fingerprint"] = fp
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.with_suffix(".json").write_text(json.dumps(r, indent=1))
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig = figure(r)
-    fig.savefig(a.out.with_suffix(".png"), dpi=110)
-    plt.close(fig)
+    trio.write_study(r, a.out, figure)
     for k in r["variants"]:
         print(f"{k}: final drift {trio.fmt_distribution(r['final'][k])}")
     return 0

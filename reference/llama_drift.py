@@ -100,19 +100,11 @@ def figure(r: dict[str, Any]) -> Any:
 
 def plot(r: dict[str, Any], path: pathlib.Path) -> None:
     """`figure(r)` written to path (PNG), without a display."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig = figure(r)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    trio.save_figure(figure, r, path, dpi=120)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
-    import json
     import sys
 
     p = argparse.ArgumentParser(prog="python -m bendtorch.reference.llama_drift",
@@ -129,9 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     r = drift_over_seeds(range(a.seeds), a.steps, lr=a.lr)
     r["command"] = "python -m bendtorch.reference.llama_drift " + " ".join(argv if argv is not None else sys.argv[1:])
     r["impl_fingerprint"] = fp
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.with_suffix(".json").write_text(json.dumps(r, indent=1))
-    plot(r, a.out.with_suffix(".png"))
+    trio.write_study(r, a.out, figure, dpi=120)
     for k in ("impl", "torch", "ratio"):
         print(f"final {k}: {trio.fmt_distribution(r[k])}")
     return 0

@@ -20,6 +20,7 @@ The oracle reads impl's configuration as the decimals the user meant (oracle/hyp
 
 from __future__ import annotations
 
+import pathlib
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
@@ -260,6 +261,28 @@ def drift_study(variants: Mapping[str, Callable[[LlamaSetup, AdamWHP], Run]], se
     final = {k: distribution({s: curves[str(s)][k][-1] for s in seeds}) for k in variants}
     return {"steps": steps, "batch": b, "lr": lr, "seeds": list(seeds), "variants": list(variants),
             "curves": curves, "losses": losses, "final": final}
+
+
+def save_figure(figure: Callable[[dict[str, Any]], Any], r: dict[str, Any], path: pathlib.Path,
+                dpi: int = 110) -> None:
+    """figure(r) written to path as PNG, without a display."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = figure(r)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+
+
+def write_study(r: dict[str, Any], out: pathlib.Path, figure: Callable[[dict[str, Any]], Any],
+                dpi: int = 110) -> None:
+    """A study's result as OUT.json (written atomically) and its figure as OUT.png."""
+    from bendtorch.reference.findings import write_json
+
+    write_json(r, out.with_suffix(".json"))
+    save_figure(figure, r, out.with_suffix(".png"), dpi)
 
 
 def impl_fingerprint() -> str:
