@@ -1,6 +1,7 @@
 """The cost of impl's portable float32 functions: one training step (tiny, and a 2-layer smol) with
 BENDTORCH_LIBM=portable against BENDTORCH_LIBM=clib, each in its own process, the two alternated over several rounds
-so that a busy machine slows both alike; and each function alone (nanoseconds per call over 2^20 inputs).
+so that a busy machine slows both alike (the ratio of the medians, and the median and range of the per-round ratios);
+and each function alone (nanoseconds per call over 2^20 inputs; exp_array: per number of a whole array).
 
     python -m bendtorch.bench.libm_step [--rounds 3] [--repeats 10] [--json FILE]
 """
@@ -58,6 +59,12 @@ for fname in ("exp32", "log32", "tanh32", "sin32", "cos32"):
     for _ in range(5):
         t0 = time.perf_counter(); loop(f, xs); ts.append(time.perf_counter() - t0)
     out[fname + "_ns"] = min(ts) / xs.size * 1e9
+dst = np.empty_like(fx)
+libm.exp_array(fx[:64], dst[:64])
+ts = []
+for _ in range(5):
+    t0 = time.perf_counter(); libm.exp_array(fx, dst); ts.append(time.perf_counter() - t0)
+out["exp_array_ns"] = min(ts) / fx.size * 1e9
 print(json.dumps(out))
 """
 
@@ -77,6 +84,9 @@ def measure(rounds: int = 3, repeats: int = 10) -> dict[str, Any]:
         res[mode] = {k: statistics.median(r[k] for r in rs) for k in rs[0] if k != "mode"}
     for k in ("tiny", "smol"):
         res[f"{k}_step_ratio_portable_over_clib"] = res["portable"][k] / res["clib"][k]
+        per_round = [p[k] / c[k] for p, c in zip(runs["portable"], runs["clib"])]
+        res[f"{k}_step_ratio_per_round"] = {"median": statistics.median(per_round), "min": min(per_round),
+                                            "max": max(per_round)}
     return res
 
 

@@ -113,6 +113,15 @@ def ref_cos(x: float) -> tuple[float, float]:
     return y, abs(y)
 
 
+ROPE_BASE = 10000.0  # the seed's RoPE base: its table takes powf(base, 2c/d)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def ref_pow(x: float) -> tuple[float, float]:
+    y = math.pow(ROPE_BASE, x)
+    return y, abs(y)
+
+
 @numba.njit(cache=True, error_model="numpy")
 def ref_erf(x: float) -> tuple[float, float]:
     y = math.erf(x)
@@ -245,7 +254,7 @@ def _mp_funcs() -> dict[str, Callable[[Any], Any]]:
         return mp.erfc(-x / mp.sqrt(2)) / 2
 
     return {
-        "exp": mp.exp, "log": mp.log, "tanh": mp.tanh, "sin": mp.sin, "cos": mp.cos, "erf": mp.erf,
+        "exp": mp.exp, "log": mp.log, "pow": lambda x: mp.mpf(int(ROPE_BASE)) ** x, "tanh": mp.tanh, "sin": mp.sin, "cos": mp.cos, "erf": mp.erf,
         "sqrt": mp.sqrt, "rsqrt": lambda x: 1 / mp.sqrt(x), "sigmoid": sig, "silu": lambda x: x * sig(x),
         "gelu_tanh": gelu_t, "gelu_erf": lambda x: x * phi(x), "dsigmoid": lambda x: sig(x) * (1 - sig(x)),
         "dtanh": lambda x: mp.sech(x) ** 2, "dsilu": lambda x: sig(x) * (1 + x * (1 - sig(x))),
@@ -284,11 +293,12 @@ BASIC = ("impl", "impl_clib", "torch", "torch_scalar", "numpy", "clib")
 ACTS = ("impl", "impl_clib", "torch", "torch_scalar", "numpy")
 
 ENTRIES: dict[str, Entry] = {e.name: e for e in [
-    Entry("exp", "exp(x)", ref_exp, 0, BASIC),
+    Entry("exp", "exp(x)", ref_exp, 0, BASIC, twins={"impl": "impl_exp_array"}),
     Entry("log", "log(x)", ref_log, 0, BASIC),
     Entry("tanh", "tanh(x)", ref_tanh, ODD, BASIC),
     Entry("sin", "sin(x) (RoPE)", ref_sin, ODD, BASIC),
     Entry("cos", "cos(x) (RoPE)", ref_cos, EVEN, BASIC),
+    Entry("pow", "10000^x (RoPE's table: powf(base, 2c/d))", ref_pow, 0, BASIC),
     Entry("erf", "erf(x)", ref_erf, ODD, ("impl", "torch", "torch_gelu_erf_aten", "clib"), ERF_PIECES, "erf",
           claims={"impl": {"source": "main.bend lines 1118-1120", "max_ulp_at_most": 0.93,
                            "correctly_rounded_fraction": (0.971, 0.0005), "within_one_ulp_fraction": 1.0,
@@ -314,6 +324,9 @@ LIB_NOTES = {
     "torch_scalar": ("PyTorch CPU float32 on a strided (non-contiguous) view: the loop such a tensor takes (on this "
                      "build it gives the contiguous path's bits for exp, and a 1-element tensor does too)"),
     "torch_aten": "PyTorch's ATen kernel with oneDNN disabled",
+    "impl_exp_array": ("impl's exp over a whole row (libm.exp_array, the vectorised loop the softmax, log-softmax, "
+                       "cross-entropy and attention kernels call): must give exp32's bits on every input"),
+    "torch_gelu_erf_port": "ATen's GELU (erf form) ported op by op (reports/torch_erf.py)",
     "torch_gelu_erf_aten": "the erf inside PyTorch's ATen GELU, ported op by op (reports/torch_erf.py)",
     "numpy": "numpy float32 ufuncs (the formula in float32 operations where numpy has no such function)",
     "clib": "the C library's float32 function called directly (ctypes, e.g. expf)",
@@ -367,6 +380,18 @@ def _sqrt_impl(v: np.float32) -> Any:
     return math.sqrt(v)
 
 
+_BASE32 = np.float32(ROPE_BASE)
+
+
+def _pow_impl() -> Any:
+    from bendtorch.impl.kernels import libm
+
+    @numba.njit
+    def pw(x: np.float32) -> Any:
+        return libm.pow32(_BASE32, x)
+    return pw
+
+
 def _impl_lib(func: str) -> Callable[[Any], Any]:
     from bendtorch.impl.kernels import elementwise as E
     from bendtorch.impl.kernels import libm
@@ -375,6 +400,8 @@ def _impl_lib(func: str) -> Callable[[Any], Any]:
     scalar = {"exp": libm.exp32, "log": libm.log32, "tanh": E.tanh_v, "sin": libm.sin32, "cos": libm.cos32,
               "erf": erf32, "sqrt": _sqrt_impl, "rsqrt": _rsqrt_impl, "sigmoid": E.sigmoid_v, "silu": E.silu_v,
               "gelu_tanh": E.gelu_v, "gelu_erf": E.gelu_erf_v}
+    if func == "pow":
+        scalar["pow"] = _pow_impl()
     if func in scalar:
         f = scalar[func]
         return lambda x: _map1(f, x)
@@ -396,6 +423,7 @@ def _torch_lib(func: str, scalar_path: bool, aten: bool = False) -> Callable[[An
     aten_ops = torch.ops.aten
     fns: dict[str, Callable[[Any], Any]] = {
         "exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "sin": torch.sin, "cos": torch.cos,
+        "pow": lambda t: torch.pow(ROPE_BASE, t),
         "erf": torch.erf, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "sigmoid": torch.sigmoid, "silu": F.silu,
         "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"), "gelu_erf": F.gelu,
         "dsigmoid": lambda t: aten_ops.sigmoid_backward(torch.ones_like(t), torch.sigmoid(t)),
@@ -435,6 +463,7 @@ def _numpy_lib(func: str) -> Callable[[Any], Any]:
         return half * (one + th) + ((half * x) * (one - th * th)) * (c * (one + a3 * (x * x)))
 
     fns: dict[str, Callable[[Any], Any]] = {
+        "pow": lambda x: np.power(np.float32(ROPE_BASE), x),
         "exp": np.exp, "log": np.log, "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "sqrt": np.sqrt,
         "rsqrt": lambda x: one / np.sqrt(x), "sigmoid": sigmoid, "silu": lambda x: x / (one + np.exp(-x)),
         "gelu_tanh": lambda x: (half * x) * (one + np.tanh(inner(x))),
@@ -461,13 +490,20 @@ def _clib_lib(func: str) -> Callable[[Any], Any]:
     if func not in _CLIB_CACHE:
         libm_ = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
         cf = getattr(libm_, {"exp": "expf", "log": "logf", "tanh": "tanhf", "sin": "sinf", "cos": "cosf",
-                             "erf": "erff", "sqrt": "sqrtf"}[func])
+                             "erf": "erff", "sqrt": "sqrtf", "pow": "powf"}[func])
         cf.restype = ctypes.c_float
-        cf.argtypes = [ctypes.c_float]
+        if func == "pow":
+            cf.argtypes = [ctypes.c_float, ctypes.c_float]
 
-        @numba.njit
-        def call(x: np.float32) -> Any:
-            return cf(x)  # numba calls the ctypes function pointer directly
+            @numba.njit
+            def call(x: np.float32) -> Any:
+                return cf(_BASE32, x)
+        else:
+            cf.argtypes = [ctypes.c_float]
+
+            @numba.njit
+            def call(x: np.float32) -> Any:
+                return cf(x)  # numba calls the ctypes function pointer directly
         _CLIB_CACHE[func] = call
     f = _CLIB_CACHE[func]
     return lambda x: _map1(f, x)
@@ -483,6 +519,14 @@ def make_lib(func: str, lib: str) -> Callable[[Any], Any]:
         return _numpy_lib(func)
     if lib == "clib":
         return _clib_lib(func)
+    if lib == "impl_exp_array":
+        from bendtorch.impl.kernels import libm
+
+        def run(x: Any) -> Any:
+            out = np.empty_like(x)
+            libm.exp_array(x, out)
+            return out
+        return run
     if lib == "torch_gelu_erf_aten":
         from bendtorch.reports.torch_erf import erf_as_np
         return lambda x: np.asarray(erf_as_np(x), dtype=np.float32)
@@ -1230,8 +1274,8 @@ def sweep(func: str, libs: list[str] | None, out: Path, sample: int | None = Non
           chunk: int = 1 << 21, workers: int = 0, dask: str | None = None, fresh: bool = False,
           plot: bool = True, progress: bool = True, command: str = "") -> dict[str, Any]:
     """Sweep entry `func` with `libs` (default: all of the entry's); writes OUT/FUNCTION/sweep_full.json,
-    sweep_sample.json or sweep_range_LO_HI.json (merged with the libraries of an earlier run of the same mode) and
-    the plots; returns the report."""
+    sweep_sample.json or sweep_range_LO_HI.json (merged with the libraries of an earlier run of the same mode), the
+    plots and OUT/ATLAS.md; returns the report."""
     t0 = time.perf_counter()
     ent = ENTRIES[func]
     libs = list(libs or ent.libs)
@@ -1265,7 +1309,17 @@ def sweep(func: str, libs: list[str] | None, out: Path, sample: int | None = Non
         rep["plots"] = plots(func, tots, d, mode.split(" (")[0], kind)
     rep["json"] = str(path)
     write_json(path, rep)
+    write_atlas(out)
     return rep
+
+
+def write_atlas(out: Path) -> Path:
+    """OUT/ATLAS.md: the atlas table of every function swept into OUT so far (rewritten after each sweep)."""
+    path = Path(out) / "ATLAS.md"
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(atlas_markdown(Path(out), link_prefix="."))
+    os.replace(tmp, path)
+    return path
 
 
 def sample(func: str, n: int, out: Path, libs: list[str] | None = None, command: str = "") -> dict[str, Any]:
@@ -1327,6 +1381,7 @@ def atlas_markdown(results_dir: Path, link_prefix: str | None = None) -> str:
     plots_: list[str] = []
     meta: dict[str, Any] = {}
     commands: list[str] = []
+    twins: list[str] = []
     for func in ENTRIES:
         reps = []
         for kind in ("full", "sample"):
@@ -1342,6 +1397,9 @@ def atlas_markdown(results_dir: Path, link_prefix: str | None = None) -> str:
             tag = "all 2^32" if rep["mode"].startswith("full") else f"sample {n_in}"
             commands += [r["command"] for r in rep.get("runs", [])]
             for lib, f in rep["libraries"].items():
+                if lib not in rows and "twin" in f:
+                    twins.append(f"{func}: {lib} against {f['twin']['of']} ({f['twin']['note']}), {tag} inputs: "
+                                 f"{f['twin']['bit_differences']} bit differences")
                 rows.setdefault(lib, (tag, f))
             plots_ += [f"{func}/{n}" for n in rep.get("plots", [])]
         order = [x for x in ATLAS_LIBS if x in rows] + [x for x in rows if x not in ATLAS_LIBS]
@@ -1351,6 +1409,9 @@ def atlas_markdown(results_dir: Path, link_prefix: str | None = None) -> str:
             L.append(f"| {ENTRIES[func].title} | {lib} | {tag} | {f['max_ulp']:.4g} | {f['max_ulp_at']!r} | "
                      f"{100 * f['correctly_rounded_fraction']:.4f} | {100 * f['within_one_ulp_fraction']:.4f} | "
                      f"{sp} |")
+    if twins:
+        L.append("\nTwins, two implementations that must give the same bits:\n")
+        L += [f"- {t}" for t in twins]
     if meta:
         L.append(f"\nMachine: {meta.get('platform')}, {meta.get('processor')}; C library {meta.get('c_library')}; "
                  f"torch {meta.get('torch')}, numpy {meta.get('numpy')}, numba {meta.get('numba')}. Libraries: "

@@ -140,6 +140,49 @@ def test_pow_on_ropes_table_and_its_special_cases() -> None:
     assert P.pow32(F32(2), F32(0.5)) == _cr(mpmath.sqrt, 2.0)
 
 
+def test_pow_with_a_huge_exponent_overflows_and_underflows_cleanly() -> None:
+    # y log x near the float32 limit: the exact product's partial products would overflow (the exhaustive sweep
+    # of 10000^y found it: NaN instead of inf), so the rounded product decides first
+    base = F32(10000.0)
+    for y in (F32(3.7226889e37), F32(3.4028235e38), F32(1e30), F32(1e10)):
+        assert P.pow32(base, y) == np.inf and P.pow32(base, -y) == 0, y
+        assert P.pow32(F32(0.5), y) == 0 and P.pow32(F32(0.5), -y) == np.inf, y
+    assert P.pow32(F32(-2), F32(3.4028235e38)) == np.inf  # an even integer power of a negative number
+    assert P.pow32(F32(1.0000001), F32(1e10)) == _cr(lambda y: mpmath.power(mpmath.mpf(float(F32(1.0000001))), y),
+                                                      1e10)
+
+
+def test_exp_array_gives_exp32s_bits_in_place_or_not() -> None:
+    # exp_array is the vectorised loop the row kernels call: the same bits as exp32 on every kind of input (the
+    # exhaustive sweep compares the two on all 2^32 inputs); an input below -87 takes the scalar pass
+    rng = np.random.default_rng(5)
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, -87.0, -87.00001, -86.99999, 88.0, 88.72283, 88.72284, 88.8,
+                88.80001, -103.97208, -104.0, 1e-30, -1e-30, 2.9802322e-08, -2.9802322e-08, 1e-45, -1e-45]
+    xs = np.concatenate([np.array(specials, dtype=F32), rng.uniform(-110, 95, 200_000).astype(F32),
+                         rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32).view(F32)])
+    want = np.array([P.exp32(x) for x in xs[:2000]], dtype=F32)
+    out = np.empty_like(xs)
+    P.exp_array(xs, out)
+    assert out[:2000].view(np.uint32).tolist() == want.view(np.uint32).tolist()
+    inplace = xs.copy()
+    P.exp_array(inplace, inplace)
+    assert inplace.view(np.uint32).tolist() == out.view(np.uint32).tolist()
+    # the rest against the scalar function compiled in a loop
+    assert np.array_equal(out.view(np.uint32), _exp32_loop(xs).view(np.uint32))
+
+
+def _exp32_loop(xs: Any) -> Any:
+    import numba
+
+    @numba.njit
+    def loop(a: Any) -> Any:
+        o = np.empty_like(a)
+        for i in range(a.size):
+            o[i] = P.exp32(a[i])
+        return o
+    return loop(xs)
+
+
 def test_tables_against_mpmath() -> None:
     with mpmath.workprec(200):
         for j in range(64):
@@ -187,8 +230,9 @@ def test_no_wider_float_in_the_compiled_functions(tmp_path: Path) -> None:
     out = _scan("from bendtorch.impl.kernels import portable as P\n"
                 "x = np.float32(1.5)\n"
                 "fs = [P.exp32, P.log32, P.tanh32, P.sin32, P.cos32]\n"
-                "[f(x) for f in fs]; P.pow32(x, x)\n"
-                "print(sum(len(wide_lines(f)) for f in fs + [P.pow32]), [wide_lines(f)[:2] for f in fs])\n",
+                "[f(x) for f in fs]; P.pow32(x, x); P.exp_array(np.ones(4, np.float32), np.ones(4, np.float32))\n"
+                "print(sum(len(wide_lines(f)) for f in fs + [P.pow32, P.exp_array]),"
+                " [wide_lines(f)[:2] for f in fs])\n",
                 tmp_path)
     assert out.startswith("0 "), out
 

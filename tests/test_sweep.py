@@ -63,7 +63,8 @@ def _reference(func: str, xs: Any) -> Any:
 # inputs where the float64 formulas are weakest: zeros of the derivatives, the tails, underflow and overflow
 _NEAR = {"dsilu": [-2.399357], "dgelu_erf": [-0.7517915], "gelu_erf": [-13.0, -9.0], "gelu_tanh": [-9.0, -5.0],
          "dgelu_tanh": [-3.0, -0.8], "exp": [88.72283, -103.972, -87.33], "sigmoid": [-88.0, -103.0],
-         "silu": [-100.0, -20.0], "log": [1.0], "cos": [1.5707964, 4.712389]}
+         "silu": [-100.0, -20.0], "log": [1.0], "cos": [1.5707964, 4.712389],
+         "pow": [9.632959, -11.27, 0.5, 1e-8]}
 
 
 @pytest.mark.parametrize("func", list(S.ENTRIES))
@@ -98,6 +99,7 @@ def test_specials_of_the_reference() -> None:
     def b(v: Any) -> int:
         return int(np.float32(v).view(np.uint32))
     assert bits["exp"] == [b(1), b(1), b(np.inf), b(0.0)]
+    assert bits["pow"] == [b(1), b(1), b(np.inf), b(0.0)]
     assert bits["log"] == [b(-np.inf), b(-np.inf), b(np.inf), bits["log"][3]] and np.isnan(ref["log"][3])
     assert bits["tanh"] == [b(0.0), b(-0.0), b(1), b(-1)]
     assert bits["sin"][:2] == [b(0.0), b(-0.0)] and np.isnan(ref["sin"][2:4]).all()
@@ -190,6 +192,8 @@ def test_command_line_sample_and_the_atlas_table(tmp_path: Path) -> None:
     rows = [line for line in md.splitlines() if line.startswith("| log(x) |")]
     assert len(rows) == 2 and all("| sample " in r for r in rows), md
     assert "![log/log_ulp_sample.png](atlas/log/log_ulp_sample.png)" in md
+    # the sweep rewrote OUT/ATLAS.md with the same table, its plots linked beside it
+    assert (tmp_path / "ATLAS.md").read_text() == S.atlas_markdown(tmp_path, ".")
 
 
 def _strip(d: Any) -> Any:

@@ -15,7 +15,7 @@ from bendtorch.commands.args import UsageError, int_in, writable_dir
 
 FULL_HI = 1 << 31  # bendtorch.reports.sweep.FULL_HI: the positive float32 bit patterns
 # bendtorch.reports.sweep.ENTRIES' names, repeated so that `--help` imports neither numba nor torch
-FUNCTIONS = ("exp", "log", "tanh", "sin", "cos", "erf", "sqrt", "rsqrt", "sigmoid", "silu", "gelu_tanh", "gelu_erf",
+FUNCTIONS = ("exp", "log", "tanh", "sin", "cos", "pow", "erf", "sqrt", "rsqrt", "sigmoid", "silu", "gelu_tanh", "gelu_erf",
              "dsigmoid", "dtanh", "dsilu", "dgelu_tanh", "dgelu_erf")
 
 

@@ -134,11 +134,12 @@ def _probs(q: F, k: F, p: F, r0: int, t: int, hd: int, hc: int, kc: int, sc: np.
         m = p[i, 0]
         for j in range(1, nv):
             m = _fmax(m, p[i, j])
+        for j in range(nv):
+            p[i, j] = p[i, j] - m
+        libm.exp_array(p[i, :nv], p[i, :nv])
         acc = _ZERO
         for j in range(nv):
-            e = np.float32(libm.exp32(p[i, j] - m))
-            p[i, j] = e
-            acc += e
+            acc += p[i, j]
         for j in range(nv):
             p[i, j] = p[i, j] / acc
 

@@ -75,10 +75,16 @@ def relu_d(dy: np.float32, y: np.float32) -> np.float32:
     return _ZERO if y <= _ZERO else dy
 
 
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _sigmoid_e(e: np.float32) -> np.float32:
+    """sigmoid given e = exp(-x): 1 / (1 + e)."""
+    return _ONE / (_ONE + e)
+
+
 @numba.njit(cache=True, error_model="numpy")
 def sigmoid_v(x: np.float32) -> np.float32:
     """sigmoid_v, line 1055: 1 / (1 + exp(-x))."""
-    return _ONE / (_ONE + libm.exp32(-x))
+    return _sigmoid_e(libm.exp32(-x))
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -99,17 +105,29 @@ def tanh_d(dy: np.float32, y: np.float32) -> np.float32:
     return dy * (_ONE - y * y)
 
 
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _silu_e(x: np.float32, e: np.float32) -> np.float32:
+    """SiLU given e = exp(-x): x / (1 + e)."""
+    return x / (_ONE + e)
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _silu_d_e(dy: np.float32, x: np.float32, e: np.float32) -> np.float32:
+    """SiLU's gradient given e = exp(-x): s = 1 / (1 + e); (dy*s) * (1 + (x*(1 - s)))."""
+    s = _sigmoid_e(e)
+    return (dy * s) * (_ONE + x * (_ONE - s))
+
+
 @numba.njit(cache=True, error_model="numpy")
 def silu_v(x: np.float32) -> np.float32:
     """silu_v, line 1076: x / (1 + exp(-x)) (PyTorch's CPU kernel)."""
-    return x / (_ONE + libm.exp32(-x))
+    return _silu_e(x, libm.exp32(-x))
 
 
 @numba.njit(cache=True, error_model="numpy")
 def silu_d(dy: np.float32, x: np.float32) -> np.float32:
     """silu_d, line 1079: s = sigmoid_v(x); (dy*s) * (1 + (x*(1 - s)))."""
-    s = sigmoid_v(x)
-    return (dy * s) * (_ONE + x * (_ONE - s))
+    return _silu_d_e(dy, x, libm.exp32(-x))
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -191,24 +209,73 @@ def act_d(op: int, dy: np.float32, v: np.float32) -> np.float32:
     raise ValueError("act_d: unknown activation code")
 
 
+@numba.njit(cache=True, error_model="numpy")
+def act_v_e(op: int, x: np.float32, e: np.float32) -> np.float32:
+    """The activation of code op given x and e = exp(-x), for the codes whose entry says so (exp_neg)."""
+    if op == SIGMOID:
+        return _sigmoid_e(e)
+    if op == SILU:
+        return _silu_e(x, e)
+    raise ValueError("act_v_e: not a function of exp(-x)")
+
+
+@numba.njit(cache=True, error_model="numpy")
+def act_d_e(op: int, dy: np.float32, x: np.float32, e: np.float32) -> np.float32:
+    """The input gradient of code op given dy, x and e = exp(-x), for the codes whose entry says so (exp_neg)."""
+    if op == SILU:
+        return _silu_d_e(dy, x, e)
+    raise ValueError("act_d_e: not a function of exp(-x)")
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # the loops (Ew.map / Ew.zip, lines 166-196): flat, index order, independent outputs
 # ---------------------------------------------------------------------------------------------------------------
 
+_BLOCK = 4096  # numbers per block of the exp(-x) form: one libm.exp_array call each, blocks under prange
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _exp_neg_block(x: F, out: F, b: int) -> tuple[int, int]:
+    """out[t] = exp(-x[t]) over block b (numbers lo..hi-1, returned), by libm.exp_array."""
+    lo = b * _BLOCK
+    hi = min(lo + _BLOCK, x.size)
+    for t in range(lo, hi):
+        out[t] = -x[t]
+    libm.exp_array(out[lo:hi], out[lo:hi])
+    return lo, hi
+
+
 @sized
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def act_fwd_into(op: int, x: F, y: F) -> None:
-    """y[t] = f(x[t]) over flat arrays (Ew.map, line 182)."""
-    for t in numba.prange(x.size):
-        y[t] = act_v(op, x[t])
+    """y[t] = f(x[t]) over flat arrays (Ew.map, line 182). An activation of x and exp(-x) (Sigmoid, SiLU) takes
+    exp(-x) of a block at once (libm.exp_array: exp32's bits, vectorised) into y, then f from it: the same
+    operations on each number as f(x[t])."""
+    n = x.size
+    if 0 <= op < EXP_NEG_FWD.size and EXP_NEG_FWD[op]:
+        for b in numba.prange((n + _BLOCK - 1) // _BLOCK):
+            lo, hi = _exp_neg_block(x, y, b)
+            for t in range(lo, hi):
+                y[t] = act_v_e(op, x[t], y[t])
+    else:
+        for t in numba.prange(n):
+            y[t] = act_v(op, x[t])
 
 
 @sized
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def act_bwd_into(op: int, dy: F, v: F, dx: F) -> None:
-    """dx[t] = d(dy[t], v[t]) over flat arrays (Ew.zip, line 193)."""
-    for t in numba.prange(dy.size):
-        dx[t] = act_d(op, dy[t], v[t])
+    """dx[t] = d(dy[t], v[t]) over flat arrays (Ew.zip, line 193); SiLU's, a function of x and exp(-x), takes
+    exp(-x) a block at a time into dx first, as act_fwd_into does."""
+    n = dy.size
+    if 0 <= op < EXP_NEG_BWD.size and EXP_NEG_BWD[op]:
+        for b in numba.prange((n + _BLOCK - 1) // _BLOCK):
+            lo, hi = _exp_neg_block(v, dx, b)
+            for t in range(lo, hi):
+                dx[t] = act_d_e(op, dy[t], v[t], dx[t])
+    else:
+        for t in numba.prange(n):
+            dx[t] = act_d(op, dy[t], v[t])
 
 
 def act_fwd(op: int | str, x: F) -> F:
@@ -338,17 +405,21 @@ class ActKernel:
     plain_v: Callable[[F], F]
     plain_d: Callable[[F, F], F]
     seed_lines: str
+    exp_neg: tuple[bool, bool] = (False, False)  # f, d a function of x and exp(-x) (act_v_e, act_d_e)?
 
 
 ACTS: tuple[ActKernel, ...] = (
     ActKernel("ReLU", RELU, True, relu_v, relu_d, _relu_plain, _relu_d_plain, "752-761"),
-    ActKernel("Sigmoid", SIGMOID, True, sigmoid_v, sigmoid_d, _sigmoid_plain, _sigmoid_d_plain, "1055-1063"),
+    ActKernel("Sigmoid", SIGMOID, True, sigmoid_v, sigmoid_d, _sigmoid_plain, _sigmoid_d_plain, "1055-1063",
+              (True, False)),
     ActKernel("Tanh", TANH, True, tanh_v, tanh_d, _tanh_plain, _tanh_d_plain, "1065-1072"),
-    ActKernel("SiLU", SILU, False, silu_v, silu_d, _silu_plain, _silu_d_plain, "1074-1084"),
+    ActKernel("SiLU", SILU, False, silu_v, silu_d, _silu_plain, _silu_d_plain, "1074-1084", (True, True)),
     ActKernel("GELU", GELU, False, gelu_v, gelu_d, _gelu_plain, _gelu_d_plain, "1086-1102"),
     ActKernel("GELUErf", GELU_ERF, False, gelu_erf_v, gelu_erf_d, _gelu_erf_plain, _gelu_erf_d_plain, "1201-1217"),
 )
 NAMES = tuple(k.name for k in ACTS)
+EXP_NEG_FWD = np.array([any(k.code == c and k.exp_neg[0] for k in ACTS) for c in range(len(ACTS))])
+EXP_NEG_BWD = np.array([any(k.code == c and k.exp_neg[1] for k in ACTS) for c in range(len(ACTS))])
 SAVES_OUTPUT = tuple(k.saves_output for k in ACTS)
 _BY_CODE = {k.code: k for k in ACTS}
 _BY_NAME = {k.name: k for k in ACTS}

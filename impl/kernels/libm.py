@@ -7,7 +7,8 @@ environment variable BENDTORCH_LIBM:
                              them): the bits the seed-era figures were measured with, which differ between C
                              libraries and their releases
 
-Kernels call the compiled `exp32`, `log32`, `tanh32`, `sin32`, `cos32`, `pow32`; plain Python code calls `expf`,
+Kernels call the compiled `exp32`, `log32`, `tanh32`, `sin32`, `cos32`, `pow32`, and `exp_array(src, dst)` for a
+whole row (dst[i] = exp32(src[i]), the same bits; the portable one vectorises); plain Python code calls `expf`,
 `logf`, ... (the same functions, returning np.float32). `clib_expf`, ... always call the C library directly.
 
 numba's cache does not notice which function a compiled kernel called, so with BENDTORCH_LIBM=clib every kernel
@@ -104,7 +105,14 @@ def _c_pow(x: np.float32, y: np.float32) -> Any:
     return math.pow(x, y)
 
 
+@numba.njit(cache=True)
+def _c_exp_array(src: Any, dst: Any) -> None:
+    for i in range(src.size):
+        dst[i] = math.exp(src[i])
+
+
 exp32: Callable[[Any], np.float32]
+exp_array: Callable[[Any, Any], None]
 log32: Callable[[Any], np.float32]
 tanh32: Callable[[Any], np.float32]
 sin32: Callable[[Any], np.float32]
@@ -113,8 +121,10 @@ pow32: Callable[[Any, Any], np.float32]
 if MODE == "portable":
     exp32, log32, tanh32 = portable.exp32, portable.log32, portable.tanh32
     sin32, cos32, pow32 = portable.sin32, portable.cos32, portable.pow32
+    exp_array = portable.exp_array
 else:
     exp32, log32, tanh32, sin32, cos32, pow32 = _c_exp, _c_log, _c_tanh, _c_sin, _c_cos, _c_pow
+    exp_array = _c_exp_array
 
 
 def _plain1(f: Any, name: str) -> Callable[[Any], np.float32]:

@@ -108,7 +108,8 @@ def ce_into(z: F, lab: I, dz: F) -> np.float32:
     for i in numba.prange(n):
         m = row_max(z, i)
         for j in range(c):
-            dz[i, j] = libm.exp32(z[i, j] - m)
+            dz[i, j] = z[i, j] - m
+        libm.exp_array(dz[i], dz[i])
         sc = dz[i].copy()
         s = tree_sum_inplace(sc, c)
         y = lab[i]

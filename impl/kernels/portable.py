@@ -367,6 +367,33 @@ def exp32(x: np.float32) -> Any:
     return _scale_round(u, w, e)
 
 
+_VEC_LO = F32(-87.0)   # exp(x) for x >= this is normal (2^e (u + w) with e >= -126, u >= 1 at e = -126)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def exp_array(src: Any, dst: Any) -> None:
+    """dst[i] = exp32(src[i]) for every i, the same bits (dst may be src). The first loop has no branch, so LLVM
+    vectorises it (the table reads become gathers): every x >= -87 takes exp32's own path through _exp_core and
+    _scale_round's normal case, written with selects (tiny |x| needs no case of its own there: 1 + x and
+    exp(x) both round to 1); NaN gives x + x and x > EXP_HI gives +inf as in exp32. An x below -87, whose
+    result may be subnormal or zero, is left in dst as itself (a negative number, which no result is) and the
+    second loop gives it exp32's answer."""
+    n = src.size
+    for i in range(n):
+        x = src[i]
+        xc = min(max(x, _VEC_LO), EXP_HI)
+        u, w, e = _exp_core(xc, _ZERO)
+        big = e > 126
+        a = pow2(e - 1 if big else e)
+        y = ((u + w) * a) * (_TWO if big else _ONE)
+        y = _INF if x > EXP_HI else y
+        y = x if x < _VEC_LO else y
+        dst[i] = x + x if x != x else y
+    for i in range(n):
+        if dst[i] < _ZERO:
+            dst[i] = exp32(dst[i])
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # log
 # ---------------------------------------------------------------------------------------------------------------
@@ -652,6 +679,13 @@ def pow32(x: np.float32, y: np.float32) -> Any:
         r = _INF if big else _ZERO
         return -r if neg else r
     lh, ll = _log_core(x)
+    zp = y * lh
+    # decided by the rounded product alone when it is far out (its error is far below the margins of EXP_HI and
+    # EXP_LO), before two_prod, whose partial products overflow for |y log x| near the float32 limit
+    if zp > EXP_HI:
+        return -_INF if neg else _INF
+    if zp < EXP_LO:
+        return -_ZERO if neg else _ZERO
     zh, ze = two_prod(y, lh)
     zl = ze + y * ll
     zh, zl = fast_two_sum(zh, zl)
@@ -663,15 +697,3 @@ def pow32(x: np.float32, y: np.float32) -> Any:
         u, w, e = _exp_core(zh, zl)
         r = _scale_round(u, w, e)
     return -r if neg else r
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# whole arrays (the checker, tests)
-# ---------------------------------------------------------------------------------------------------------------
-
-@numba.njit(cache=True)
-def exp_array(x: Any) -> Any:
-    out = np.empty_like(x)
-    for i in range(x.size):
-        out[i] = exp32(x[i])
-    return out

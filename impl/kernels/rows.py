@@ -64,11 +64,12 @@ def softmax_fwd_into(x: F, y: F) -> None:
     n, c = x.shape
     for i in numba.prange(n):
         m = row_max(x, i)
+        for j in range(c):
+            y[i, j] = x[i, j] - m
+        libm.exp_array(y[i], y[i])
         s = _ZERO
         for j in range(c):
-            e = libm.exp32(x[i, j] - m)
-            y[i, j] = e
-            s = s + e
+            s = s + y[i, j]
         for j in range(c):
             y[i, j] = y[i, j] / s
 
@@ -113,9 +114,12 @@ def logsoftmax_fwd_into(x: F, y: F) -> None:
     n, c = x.shape
     for i in numba.prange(n):
         m = row_max(x, i)
+        for j in range(c):
+            y[i, j] = x[i, j] - m
+        libm.exp_array(y[i], y[i])             # y's row holds exp(x - m) until the last loop
         s = _ZERO
         for j in range(c):
-            s = s + libm.exp32(x[i, j] - m)
+            s = s + y[i, j]
         lg = libm.log32(s)
         for j in range(c):
             y[i, j] = (x[i, j] - m) - lg
@@ -131,8 +135,9 @@ def logsoftmax_bwd_into(y: F, dy: F, dx: F) -> None:
         s = _ZERO
         for j in range(c):
             s = s + dy[i, j]
+        libm.exp_array(y[i], dx[i])             # dx's row holds exp(y) until the last loop
         for j in range(c):
-            dx[i, j] = dy[i, j] - libm.exp32(y[i, j]) * s
+            dx[i, j] = dy[i, j] - dx[i, j] * s
 
 
 def logsoftmax_fwd_plain(x: F) -> F:
