@@ -1346,12 +1346,24 @@ def results_json(func: str, kind: str = "full", results_dir: Path = RESULTS) -> 
     return Path(results_dir) / func / f"sweep_{kind}.json"
 
 
+def pct(frac: float) -> str:
+    """A fraction as a percentage with 4 decimals, more where needed so that only a fraction of exactly 1 reads
+    100 (1217 misrounded inputs in 2^32 read 99.99997, not 100.0000)."""
+    if frac == 1.0:
+        return "100"
+    for d in range(4, 12):
+        t = f"{100 * frac:.{d}f}"
+        if not t.startswith("100"):
+            return t
+    return f"{100 * frac:.12f}"
+
+
 def summary_line(rep: dict[str, Any], libs: list[str]) -> str:
     parts = []
     for lib in libs:
         f = rep["libraries"][lib]
-        parts.append(f"{lib}: max {f['max_ulp']:.4g} ulp, CR {100 * f['correctly_rounded_fraction']:.4f}%, "
-                     f"within 1 {100 * f['within_one_ulp_fraction']:.4f}%, specials "
+        parts.append(f"{lib}: max {f['max_ulp']:.4g} ulp, CR {pct(f['correctly_rounded_fraction'])}%, "
+                     f"within 1 {pct(f['within_one_ulp_fraction'])}%, specials "
                      f"{'right' if f['specials_right'] else 'WRONG'}")
     return f"{rep['function']} ({rep['mode']}, {rep['seconds']:.1f} s)\n  " + "\n  ".join(parts)
 
@@ -1407,7 +1419,7 @@ def atlas_markdown(results_dir: Path, link_prefix: str | None = None) -> str:
             tag, f = rows[lib]
             sp = "yes" if f["specials_right"] else "no"
             L.append(f"| {ENTRIES[func].title} | {lib} | {tag} | {f['max_ulp']:.4g} | {f['max_ulp_at']!r} | "
-                     f"{100 * f['correctly_rounded_fraction']:.4f} | {100 * f['within_one_ulp_fraction']:.4f} | "
+                     f"{pct(f['correctly_rounded_fraction'])} | {pct(f['within_one_ulp_fraction'])} | "
                      f"{sp} |")
     if twins:
         L.append("\nTwins, two implementations that must give the same bits:\n")
