@@ -927,11 +927,15 @@ def task_mode(t: Task) -> str | None:
 
 
 def lib_groups(libs: list[str]) -> list[tuple[str, ...]]:
-    """The libraries grouped by the BENDTORCH_LIBM they need (one task runs one group on one chunk)."""
+    """The libraries grouped by the BENDTORCH_LIBM they need (one task runs one group on one chunk, computing the
+    reference once for the group); the libraries that need none join the first group."""
     groups: dict[str | None, list[str]] = {}
     for lib in libs:
         groups.setdefault(LIB_LIBM_MODE.get(lib), []).append(lib)
-    return [tuple(g) for g in groups.values()]
+    free = groups.pop(None, [])
+    out = [list(g) for g in groups.values()] or [[]]
+    out[0] += free
+    return [tuple(g) for g in out]
 
 
 def execute(tasks: list[Task], workers: int, dask: str | None,
