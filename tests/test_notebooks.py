@@ -37,6 +37,7 @@ EXPECTED = {
     "08_orders_at_scale.ipynb": True,
     "09_two_truths.ipynb": True,
     "10_invariance.ipynb": True,
+    "11_function_atlas.ipynb": True,
 }
 KERNEL = "bendtorch-nb-test"
 OUTCOME = re.compile(r"the claim (reproduces|does not reproduce)")

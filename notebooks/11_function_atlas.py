@@ -1,0 +1,121 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 12. The function atlas: impl's own float32 functions against every library, on all 2^32 inputs
+#
+# **The claim under test** (the design: impl computes exp, log, tanh, sin, cos and pow itself, in float32 and
+# integer arithmetic only, so its bits are the same on every machine): each of impl's portable functions is faithful
+# on every float32 input (under 1 ulp), correctly rounded on at least 99.9% of the finite inputs and right on every
+# special value (NaN, +-inf, +-0); and none of the other libraries of the atlas (the C library, PyTorch's vectorised
+# and scalar paths, numpy) is correctly rounded on more inputs.
+#
+# **What is measured**: the committed exhaustive sweeps (`bendtorch sweep FUNCTION`, reports/results/atlas/: every
+# float32 bit pattern against the correctly rounded value, float64 with mpmath deciding the inputs near a rounding
+# boundary), read back and drawn as misrounded fractions; then the checker run live on a spread sample (small: 20,000
+# inputs a function; full: 200,000) to show that the same code gives figures in line with the committed ones on this
+# machine. Per input, the exhaustive figures are exact; the sample only spot-checks them.
+#
+# **Outcome measured at the small size: the claim reproduces.** impl is faithful and right on the specials
+# everywhere, misrounds between 2.8e-7 (exp) and 4.5e-6 (cos) of its inputs, and is the most often correctly rounded
+# library for every function. See the verdict cell.
+
+# %%
+import nbutil as U  # first: numba on 1 thread (the same bits on any count)
+
+import json
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from bendtorch.reports import sweep as S
+
+T = U.banner()
+
+# %%
+FULL = U.size() == "full"   # or set FULL = True
+N_SAMPLE = 200_000 if FULL else 20_000
+PORTABLE = ("exp", "log", "tanh", "sin", "cos", "pow")
+ATLAS = Path(str(resources.files("bendtorch.reports").joinpath("results", "atlas")))
+
+
+def committed(func: str) -> dict[str, Any]:
+    p = ATLAS / func / "sweep_full.json"
+    r: dict[str, Any] = json.loads(p.read_text()) if p.exists() else {}
+    return r
+
+
+full = {f: committed(f) for f in PORTABLE}
+for f, rep in full.items():
+    libs = rep.get("libraries", {})
+    print(f"{f:>4}: " + "; ".join(f"{lib} {S.pct(v['correctly_rounded_fraction'])}% CR, max {v['max_ulp']:.4g} ulp"
+                                   for lib, v in libs.items()))
+
+# %% [markdown]
+# The misrounded fraction of each library, per function (all 2^32 inputs; a bar at 1e-9 is a library with none). The
+# C library's and PyTorch's scalar path often coincide (PyTorch's strided loop calls the C library's function).
+
+# %%
+libs_seen = [lib for lib in S.ATLAS_LIBS if any(lib in r.get("libraries", {}) for r in full.values())]
+fig, ax = plt.subplots(figsize=(12, 4.5))
+w = 0.8 / max(1, len(libs_seen))
+for j, lib in enumerate(libs_seen):
+    vals = [1 - full[f]["libraries"][lib]["correctly_rounded_fraction"] if lib in full[f].get("libraries", {})
+            else np.nan for f in PORTABLE]
+    ax.bar(np.arange(len(PORTABLE)) + j * w, np.maximum(vals, 1e-9), w, label=lib)
+ax.set_xticks(np.arange(len(PORTABLE)) + 0.4 - w / 2, PORTABLE)
+ax.set_yscale("log"); ax.set_ylabel("fraction of finite inputs not correctly rounded"); ax.grid(alpha=0.3, axis="y")
+ax.axhline(1e-3, color="grey", ls=":", lw=0.8); ax.legend(fontsize=8, ncol=3)
+ax.set_title("misrounded inputs over all 2^32 float32 inputs (dotted: the 0.1% goal)")
+plt.show()
+
+# %% [markdown]
+# The live checker on a spread sample of each function (impl only): the same code that made the committed files.
+
+# %%
+live: dict[str, Any] = {}
+with U.Timer() as tm, tempfile.TemporaryDirectory() as d:
+    for f in PORTABLE:
+        rep = S.sample(f, N_SAMPLE, Path(d), libs=["impl"])
+        live[f] = rep["libraries"]["impl"]
+        print(f"{f:>4}: sample of {live[f]['inputs']} inputs: max {live[f]['max_ulp']:.4g} ulp, "
+              f"CR {S.pct(live[f]['correctly_rounded_fraction'])}%, specials right {live[f]['specials_right']}")
+print(f"in {tm.s:.1f} s")
+
+# %%
+impl_full = {f: full[f]["libraries"]["impl"] for f in PORTABLE if "impl" in full[f].get("libraries", {})}
+best = {f: max(full[f]["libraries"], key=lambda lib: full[f]["libraries"][lib]["correctly_rounded_fraction"])
+        for f in impl_full}
+VERDICT = {
+    "claim": "impl's portable exp, log, tanh, sin, cos, pow: faithful on all 2^32 inputs, correctly rounded on >= 99.9%, "
+             "every special right, and no other library of the atlas correctly rounded more often",
+    "reproduces": bool(len(impl_full) == len(PORTABLE)
+                       and all(v["max_ulp"] < 1 and v["correctly_rounded_fraction"] >= 0.999 and v["specials_right"]
+                               for v in impl_full.values())
+                       and all(full[f]["libraries"][best[f]]["correctly_rounded_fraction"]
+                               == impl_full[f]["correctly_rounded_fraction"] for f in impl_full)
+                       and all(v["max_ulp"] < 1 and v["specials_right"] for v in live.values())),
+    "figure": float(max(1 - v["correctly_rounded_fraction"] for v in impl_full.values())),
+    "figure_is": "the largest misrounded fraction of impl's portable functions over all 2^32 inputs",
+    "misrounded": {f: int(v["finite_inputs"] - v["correctly_rounded"]) for f, v in impl_full.items()},
+    "max_ulp": {f: v["max_ulp"] for f, v in impl_full.items()},
+    "sample_size": N_SAMPLE,
+}
+
+# %%
+U.verdict(VERDICT)
