@@ -324,8 +324,9 @@ LIB_NOTES = {
     "torch_scalar": ("PyTorch CPU float32 on a strided (non-contiguous) view: the loop such a tensor takes (on this "
                      "build it gives the contiguous path's bits for exp, and a 1-element tensor does too)"),
     "torch_aten": "PyTorch's ATen kernel with oneDNN disabled",
-    "impl_exp_array": ("impl's exp over a whole row (libm.exp_array, the vectorised loop the softmax, log-softmax, "
-                       "cross-entropy and attention kernels call): must give exp32's bits on every input"),
+    "impl_exp_array": ("impl's exp over a whole array (libm.exp_array, the vectorised loop the softmax, log-softmax, "
+                       "cross-entropy and attention kernels and the Sigmoid and SiLU loops call): must give exp32's "
+                       "bits on every input"),
     "torch_gelu_erf_port": "ATen's GELU (erf form) ported op by op (reports/torch_erf.py)",
     "torch_gelu_erf_aten": "the erf inside PyTorch's ATen GELU, ported op by op (reports/torch_erf.py)",
     "numpy": "numpy float32 ufuncs (the formula in float32 operations where numpy has no such function)",
@@ -1414,8 +1415,9 @@ def atlas_markdown(results_dir: Path, link_prefix: str | None = None) -> str:
             commands += [r["command"] for r in rep.get("runs", [])]
             for lib, f in rep["libraries"].items():
                 if lib not in rows and "twin" in f:
-                    twins.append(f"{func}: {lib} against {f['twin']['of']} ({f['twin']['note']}), {tag} inputs: "
-                                 f"{f['twin']['bit_differences']} bit differences")
+                    of = f["twin"]["of"]
+                    twins.append(f"{func}: {lib} against {of} ({LIB_NOTES.get(of) or f['twin']['note']}), {tag} "
+                                 f"inputs: {f['twin']['bit_differences']} bit differences")
                 rows.setdefault(lib, (tag, f))
             plots_ += [f"{func}/{n}" for n in rep.get("plots", [])]
         order = [x for x in ATLAS_LIBS if x in rows] + [x for x in rows if x not in ATLAS_LIBS]
