@@ -170,18 +170,21 @@ def ref_gelu_tanh(x: float) -> tuple[float, float]:
     if x == math.inf:
         return x, 0.0
     v = 2.0 * _SQRT_2_PI * (x + _GA * x * x * x)
-    s, _ = _sig_pair(v)
+    s, c = _sig_pair(v)
     y = x * s
-    return y, abs(y) * (1.0 + abs(v))
+    return y, abs(y) * (1.0 + abs(v) * c)  # sigma(v)'s relative sensitivity to v is 1 - sigma(v) = c
 
 
 @numba.njit(cache=True, error_model="numpy")
 def ref_gelu_erf(x: float) -> tuple[float, float]:
-    """x Phi(x) = 0.5 x erfc(-x/sqrt 2); erfc's relative condition at t = -x/sqrt 2 is about 2 t^2 = x^2."""
+    """x Phi(x) = 0.5 x erfc(-x/sqrt 2); erfc's relative condition at t = -x/sqrt 2 is |x| phi(x) / Phi(x) (about
+    x^2 for x < 0, going to 0 for x > 0, where the value is x)."""
     if x == -math.inf:
         return -0.0, 0.0
-    y = 0.5 * x * math.erfc(-x * _INV_SQRT2)
-    return y, abs(y) * (1.0 + x * x)
+    cdf = 0.5 * math.erfc(-x * _INV_SQRT2)
+    y = x * cdf
+    cond = abs(x) * _INV_SQRT_2PI * math.exp(-0.5 * x * x) / cdf if cdf > 0.0 else x * x
+    return y, abs(y) * (1.0 + cond + (x * x if cdf < 0.5 else 0.0))
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -202,10 +205,12 @@ def ref_dtanh(x: float) -> tuple[float, float]:
 
 @numba.njit(cache=True, error_model="numpy")
 def ref_dsilu(x: float) -> tuple[float, float]:
-    """silu'(x) = sigma(x) (1 + x (1 - sigma(x))); the scale is the terms' magnitude (a zero near x = -2.3994)."""
+    """silu'(x) = sigma(x) (1 + x (1 - sigma(x))); the scale is the terms' magnitude (a zero near x = -2.3994).
+    exp's argument is x itself (exact), so no factor in |x|: with one, every x above 2^22 (where the value is 1)
+    would be within the margin of a rounding boundary and go to mpmath."""
     s, c = _sig_pair(x)
     y = s * (1.0 + x * c)
-    return y, s * (1.0 + abs(x) * c) * (1.0 + abs(x))
+    return y, s * (1.0 + abs(x) * c)
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -215,7 +220,7 @@ def ref_dgelu_tanh(x: float) -> tuple[float, float]:
     du = _SQRT_2_PI * (1.0 + 3.0 * _GA * x * x)
     s, c = _sig_pair(v)
     y = s * (1.0 + 2.0 * x * c * du)
-    return y, s * (1.0 + 2.0 * abs(x) * c * du) * (1.0 + abs(v))
+    return y, s * (1.0 + 2.0 * abs(x) * c * du) * (1.0 + abs(v) * c)  # v's rounding moves sigma by c |dv|
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -228,7 +233,10 @@ def ref_dgelu_erf(x: float) -> tuple[float, float]:
     cdf = 0.5 * math.erfc(-x * _INV_SQRT2)
     pdf = _INV_SQRT_2PI * math.exp(-0.5 * x * x)
     y = cdf + x * pdf
-    return y, (cdf + abs(x) * pdf) * (1.0 + x * x)
+    # cdf's relative condition is |x| pdf / cdf (x^2 for x < 0, 0 for large x > 0); exp's argument -x^2/2 is
+    # rounded, so x pdf carries x^2 times its relative error
+    cond = abs(x) * pdf / cdf if cdf > 0.0 else x * x
+    return y, cdf * (1.0 + cond + (x * x if cdf < 0.5 else 0.0)) + abs(x) * pdf * (1.0 + x * x)
 
 
 def _mp_funcs() -> dict[str, Callable[[Any], Any]]:
