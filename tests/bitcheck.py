@@ -16,3 +16,14 @@ def same_bits_or_nan(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
     if a.shape != b.shape or not np.array_equal(an, bn):
         return False
     return bool(np.array_equal(a.view(np.uint32)[~an], b.view(np.uint32)[~bn]))
+
+
+def without_run_details(d: Any) -> Any:
+    """A sweep report without its timings, command lines and paths (everything that must not depend on how or where
+    the sweep ran, or on interruptions)."""
+    if isinstance(d, dict):
+        return {k: without_run_details(v) for k, v in d.items()
+                if "seconds" not in k and k not in ("command", "machine", "runs", "plots", "json")}
+    if isinstance(d, list):
+        return [without_run_details(v) for v in d]
+    return d

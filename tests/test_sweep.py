@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from bendtorch.reports import sweep as S
+from tests.bitcheck import without_run_details
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -196,19 +197,11 @@ def test_command_line_sample_and_the_atlas_table(tmp_path: Path) -> None:
     assert (tmp_path / "ATLAS.md").read_text() == S.atlas_markdown(tmp_path, ".")
 
 
-def _strip(d: Any) -> Any:
-    if isinstance(d, dict):
-        return {k: _strip(v) for k, v in d.items()
-                if "seconds" not in k and k not in ("command", "machine", "runs", "plots", "json")}
-    if isinstance(d, list):
-        return [_strip(v) for v in d]
-    return d
-
 
 def test_dask_local_cluster_gives_the_pools_json(tmp_path: Path) -> None:
     pytest.importorskip("dask.distributed", reason="dask[distributed] is not installed (optional extra)")
     kw: dict[str, Any] = dict(lo=0x40000000, hi=0x40000000 + (1 << 13), chunk=1 << 11, plot=False, progress=False)
     pool = S.sweep("sin", ["impl", "numpy"], tmp_path / "pool", workers=2, **kw)
     dask = S.sweep("sin", ["impl", "numpy"], tmp_path / "dask", dask="local", **kw)
-    assert _strip(pool) == _strip(dask)
+    assert without_run_details(pool) == without_run_details(dask)
     assert pool["libraries"]["impl"]["finite_inputs"] == 2 * (1 << 13)

@@ -22,6 +22,7 @@ import pytest
 
 from bendtorch.oracle.ulp import ulp32, ulp32_1, ulp_error, ulp_error1
 from bendtorch.reports import sweep as S
+from tests.bitcheck import without_run_details
 from tests.test_sweep import _reference
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -152,15 +153,6 @@ def test_sample_mode_and_the_seeds_claims(tmp_path: Path, keep_threads: None) ->
     assert rep["libraries"]["torch"]["max_ulp"] < 1.0  # torch.erf is faithful here (all 2^32 inputs: max ~0.99)
 
 
-def _strip(d: Any) -> Any:
-    """The report without its timings, command lines and paths (everything that must not depend on interruptions)."""
-    if isinstance(d, dict):
-        return {k: _strip(v) for k, v in d.items()
-                if "seconds" not in k and k not in ("command", "machine", "runs", "plots", "json")}
-    if isinstance(d, list):
-        return [_strip(v) for v in d]
-    return d
-
 
 # 512 small chunks of four libraries: a wide window to kill the sweep in
 LO, HI, CHUNK = 0x3F000000, 0x3F000000 + (1 << 20), 1 << 11
@@ -191,4 +183,4 @@ def test_range_killed_and_resumed_gives_the_same_result(tmp_path: Path, keep_thr
     assert 3 <= n_done < len(LIBS) * (HI - LO) // CHUNK  # killed part way
     assert not list((resumed / "erf").glob("sweep_*.json"))
     got = S.sweep("erf", LIBS, resumed, lo=LO, hi=HI, chunk=CHUNK, workers=1, plot=False, progress=False)
-    assert _strip(got) == _strip(want)
+    assert without_run_details(got) == without_run_details(want)
