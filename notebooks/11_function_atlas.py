@@ -16,10 +16,12 @@
 # # 12. The function atlas: impl's own float32 functions against every library, on all 2^32 inputs
 #
 # **The claim under test** (the design: impl computes exp, log, tanh, sin, cos and pow itself, in float32 and
-# integer arithmetic only, so its bits are the same on every machine): each of impl's portable functions is faithful
-# on every float32 input (under 1 ulp), correctly rounded on at least 99.9% of the finite inputs and right on every
-# special value (NaN, +-inf, +-0); and none of the other libraries of the atlas (the C library, PyTorch's vectorised
-# and scalar paths, numpy) is correctly rounded on more inputs.
+# integer arithmetic only, so its bits are the same on every machine): exp, log, tanh, sin and cos are correctly
+# rounded on every float32 input (the float32 pair, `impl_raw`, then an exception table of the inputs the pair
+# misrounds); the pair alone is faithful on every input (under 1 ulp) and correctly rounded on at least 99.9% of the
+# finite inputs, and so is pow (a function of two floats: no table); every special value (NaN, +-inf, +-0) is right;
+# and none of the other libraries of the atlas (the C library, PyTorch's vectorised and scalar paths, numpy) is
+# correctly rounded on more inputs.
 #
 # **What is measured**: the committed exhaustive sweeps (`bendtorch sweep FUNCTION`, reports/results/atlas/: every
 # float32 bit pattern against the correctly rounded value, float64 with mpmath deciding the inputs near a rounding
@@ -27,9 +29,10 @@
 # inputs a function; full: 200,000) to show that the same code gives figures in line with the committed ones on this
 # machine. Per input, the exhaustive figures are exact; the sample only spot-checks them.
 #
-# **Outcome measured at the small size: the claim reproduces.** impl is faithful and right on the specials
-# everywhere, misrounds between 2.8e-7 (exp) and 4.5e-6 (cos) of its inputs, and is the most often correctly rounded
-# library for every function. See the verdict cell.
+# **Outcome measured at the small size: the claim reproduces.** impl's exp, log, tanh, sin and cos are correctly
+# rounded on all 2^32 inputs; the pair alone misrounds between 2.8e-7 (exp) and 4.5e-6 (cos) of its inputs, pow
+# 5.2e-7; every special is right, and impl is the most often correctly rounded library for every function. See the
+# verdict cell.
 
 # %%
 import nbutil as U  # first: numba on 1 thread (the same bits on any count)
@@ -98,21 +101,28 @@ with U.Timer() as tm, tempfile.TemporaryDirectory() as d:
 print(f"in {tm.s:.1f} s")
 
 # %%
+TABLED = ("exp", "log", "tanh", "sin", "cos")  # with an exception table; pow is the pair alone
 impl_full = {f: full[f]["libraries"]["impl"] for f in PORTABLE if "impl" in full[f].get("libraries", {})}
+pair = {f: (full[f]["libraries"]["impl_raw"] if f in TABLED else impl_full[f]) for f in impl_full
+        if f not in TABLED or "impl_raw" in full[f]["libraries"]}
 best = {f: max(full[f]["libraries"], key=lambda lib: full[f]["libraries"][lib]["correctly_rounded_fraction"])
         for f in impl_full}
 VERDICT = {
-    "claim": "impl's portable exp, log, tanh, sin, cos, pow: faithful on all 2^32 inputs, correctly rounded on >= 99.9%, "
-             "every special right, and no other library of the atlas correctly rounded more often",
-    "reproduces": bool(len(impl_full) == len(PORTABLE)
+    "claim": "impl's exp, log, tanh, sin, cos correctly rounded on all 2^32 inputs; the float32 pair alone (and pow) "
+             "faithful and correctly rounded on >= 99.9%; every special right; no library of the atlas correctly "
+             "rounded more often",
+    "reproduces": bool(len(impl_full) == len(PORTABLE) and len(pair) == len(PORTABLE)
+                       and all(impl_full[f]["correctly_rounded_fraction"] == 1.0 for f in TABLED)
                        and all(v["max_ulp"] < 1 and v["correctly_rounded_fraction"] >= 0.999 and v["specials_right"]
-                               for v in impl_full.values())
+                               for v in list(pair.values()) + list(impl_full.values()))
                        and all(full[f]["libraries"][best[f]]["correctly_rounded_fraction"]
                                == impl_full[f]["correctly_rounded_fraction"] for f in impl_full)
-                       and all(v["max_ulp"] < 1 and v["specials_right"] for v in live.values())),
-    "figure": float(max(1 - v["correctly_rounded_fraction"] for v in impl_full.values())),
-    "figure_is": "the largest misrounded fraction of impl's portable functions over all 2^32 inputs",
-    "misrounded": {f: int(v["finite_inputs"] - v["correctly_rounded"]) for f, v in impl_full.items()},
+                       and all(v["max_ulp"] < 1 and v["specials_right"] for v in live.values())
+                       and all(live[f]["correctly_rounded_fraction"] == 1.0 for f in TABLED)),
+    "figure": float(max(1 - v["correctly_rounded_fraction"] for v in pair.values())),
+    "figure_is": "the largest misrounded fraction of the float32 pair alone (impl_raw; pow: impl) over all 2^32 inputs",
+    "misrounded_by_the_pair": {f: int(v["finite_inputs"] - v["correctly_rounded"]) for f, v in pair.items()},
+    "misrounded_by_impl": {f: int(v["finite_inputs"] - v["correctly_rounded"]) for f, v in impl_full.items()},
     "max_ulp": {f: v["max_ulp"] for f, v in impl_full.items()},
     "sample_size": N_SAMPLE,
 }

@@ -286,8 +286,9 @@ def write_study(r: dict[str, Any], out: pathlib.Path, figure: Callable[[dict[str
 
 
 def impl_fingerprint() -> str:
-    """sha256 of impl's source files (every .py under bendtorch.impl, by relative path): a committed figure made
-    from one fingerprint is reproduced bit for bit by the same one; another fingerprint may have other bits."""
+    """sha256 of impl's source files (every .py under bendtorch.impl, by relative path, and its data: the portable
+    functions' exception tables): a committed figure made from one fingerprint is reproduced bit for bit by the same
+    one; another fingerprint may have other bits."""
     import hashlib
     from importlib import resources
 
@@ -298,7 +299,7 @@ def impl_fingerprint() -> str:
         for e in sorted(d.iterdir(), key=lambda e: e.name):
             if e.is_dir() and e.name != "__pycache__":
                 walk(e, f"{rel}{e.name}/")
-            elif e.name.endswith(".py"):
+            elif e.name.endswith((".py", ".npz")):
                 h.update(f"{rel}{e.name}\n".encode())
                 h.update(e.read_bytes())
 

@@ -10,7 +10,9 @@ The reference, input by input:
 - when y64 lies within 2^-46 s of a float32 rounding boundary (a midpoint between two neighbours, or the overflow
   threshold 2^128 - 2^103), c32 is decided by the entry's mpmath formula instead, the precision raised until the
   distance to the boundary is far above mpmath's error: those are the "hard cases". So c32 is the correctly rounded
-  float32 of f(x) on every input, proved input by input.
+  float32 of f(x) on every input, proved input by input. SiLU and the GELUs are x/2 to float64's precision for
+  tiny x, and x/2 sits exactly on a midpoint when it is subnormal (16M inputs): there HALF_X_RULE decides, a proof
+  from the function's form instead of mpmath (half_x_ties; tests/test_sweep.py checks it against mpmath).
 Figures per library: ulp error (oracle.ulp's definition, against y64), whether the result is c32 ("correctly
 rounded"; +0 and -0 count as equal), its distance from c32 in float32 steps, faithful (error < 1 ulp); where the
 correctly rounded value overflows, a result equal to that infinity counts as error 0. Special inputs on their own:
@@ -50,6 +52,7 @@ FULL_HI = 1 << 31
 REL_MARGIN = 2.0 ** -46   # the float64 error allowed for, relative to the entry's scale s
 OVERFLOW_EDGE = 2.0 ** 128 - 2.0 ** 103  # float32 rounding sends |y| >= this to infinity
 MP_START_PREC = 96
+MISS_CAP = 4096           # misrounded inputs listed per chunk and library (all of them counted)
 XSHIFT = 18               # x bins for the plots: 2^18 consecutive patterns (32 bins per binade) per sign
 NXB = 1 << (31 - XSHIFT)
 NLIN, NLOG = 200, 1200    # ulp-error histogram: [k/100, (k+1)/100) for k < 200, then quarter octaves, last bin inf
@@ -278,7 +281,9 @@ class Entry:
     (a compiled classifier of x and the pieces' names) for figures per piece; `twins` names, for a library, a
     second implementation whose bits it must equal (a port checked on every input); `claims` states, for a
     library, published figures to confirm or refute: max_ulp_at_most, correctly_rounded_fraction (value,
-    tolerance), within_one_ulp_fraction, nan_in_nan_out (with their source)."""
+    tolerance), within_one_ulp_fraction, nan_in_nan_out (with their source). `half_x_ties` marks a function
+    f(x) = (x/2)(1 + g(x)) with g odd, of the sign of x and |g(x)| <= 2|x| (SiLU, both GELUs): its ties at x/2 are
+    decided by HALF_X_RULE instead of mpmath."""
     name: str
     title: str
     ref: Any
@@ -288,6 +293,7 @@ class Entry:
     piece_of: Any = None
     twins: dict[str, str] = field(default_factory=dict)
     claims: dict[str, dict[str, Any]] = field(default_factory=dict)
+    half_x_ties: bool = False
 
 
 def _erf_piece() -> Any:
@@ -298,14 +304,15 @@ def _erf_piece() -> Any:
 ERF_PIECES = ("[0, 0.84375)", "[0.84375, 1.25)", "[1.25, 1.75)", "[1.75, 2.25)", "[2.25, 2.75)", "[2.75, 3.25)",
               "[3.25, 3.92)", "[3.92, inf]")
 BASIC = ("impl", "impl_clib", "torch", "torch_scalar", "numpy", "clib")
+TABLED = ("impl", "impl_raw") + BASIC[1:]   # impl's functions with an exception table: also without it
 ACTS = ("impl", "impl_clib", "torch", "torch_scalar", "numpy")
 
 ENTRIES: dict[str, Entry] = {e.name: e for e in [
-    Entry("exp", "exp(x)", ref_exp, 0, BASIC, twins={"impl": "impl_exp_array"}),
-    Entry("log", "log(x)", ref_log, 0, BASIC),
-    Entry("tanh", "tanh(x)", ref_tanh, ODD, BASIC),
-    Entry("sin", "sin(x) (RoPE)", ref_sin, ODD, BASIC),
-    Entry("cos", "cos(x) (RoPE)", ref_cos, EVEN, BASIC),
+    Entry("exp", "exp(x)", ref_exp, 0, TABLED, twins={"impl": "impl_exp_array"}),
+    Entry("log", "log(x)", ref_log, 0, TABLED),
+    Entry("tanh", "tanh(x)", ref_tanh, ODD, TABLED),
+    Entry("sin", "sin(x) (RoPE)", ref_sin, ODD, TABLED),
+    Entry("cos", "cos(x) (RoPE)", ref_cos, EVEN, TABLED),
     Entry("pow", "10000^x (RoPE's table: powf(base, 2c/d))", ref_pow, 0, BASIC),
     Entry("erf", "erf(x)", ref_erf, ODD, ("impl", "torch", "torch_gelu_erf_aten", "clib"), ERF_PIECES, "erf",
           claims={"impl": {"source": "main.bend lines 1118-1120", "max_ulp_at_most": 0.93,
@@ -314,10 +321,10 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in [
     Entry("sqrt", "sqrt(x)", ref_sqrt, 0, ("impl", "torch", "numpy", "clib")),
     Entry("rsqrt", "1/sqrt(x) (RMSNorm: 1 / sqrt(v))", ref_rsqrt, 0, ("impl", "torch", "torch_scalar", "numpy")),
     Entry("sigmoid", "sigmoid(x) = 1/(1 + exp(-x))", ref_sigmoid, 0, ACTS),
-    Entry("silu", "SiLU(x) = x sigmoid(x)", ref_silu, 0, ACTS),
-    Entry("gelu_tanh", "GELU, tanh form", ref_gelu_tanh, 0, ACTS),
+    Entry("silu", "SiLU(x) = x sigmoid(x)", ref_silu, 0, ACTS, half_x_ties=True),
+    Entry("gelu_tanh", "GELU, tanh form", ref_gelu_tanh, 0, ACTS, half_x_ties=True),
     Entry("gelu_erf", "GELU, erf form x Phi(x)", ref_gelu_erf, 0, ("impl", "impl_clib", "torch", "torch_aten"),
-          twins={"torch_aten": "torch_gelu_erf_port"}),
+          twins={"torch_aten": "torch_gelu_erf_port"}, half_x_ties=True),
     Entry("dsigmoid", "sigmoid'(x)", ref_dsigmoid, EVEN, ACTS),
     Entry("dtanh", "tanh'(x)", ref_dtanh, EVEN, ACTS),
     Entry("dsilu", "SiLU'(x)", ref_dsilu, 0, ACTS),
@@ -328,6 +335,8 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in [
 LIB_NOTES = {
     "impl": "impl's kernel function with its portable functions (impl.kernels.portable; BENDTORCH_LIBM=portable)",
     "impl_clib": "impl's kernel function with the C library's float32 functions (BENDTORCH_LIBM=clib)",
+    "impl_raw": ("impl's portable function without its exception table (impl.kernels.portable.raw_*: the float32 "
+                 "pair alone); the inputs it misrounds are the table's"),
     "torch": "PyTorch CPU float32, a large contiguous tensor (the vectorised path)",
     "torch_scalar": ("PyTorch CPU float32 on a strided (non-contiguous) view: the loop such a tensor takes (on this "
                      "build it gives the contiguous path's bits for exp, and a 1-element tensor does too)"),
@@ -528,6 +537,11 @@ def make_lib(func: str, lib: str) -> Callable[[Any], Any]:
         return _numpy_lib(func)
     if lib == "clib":
         return _clib_lib(func)
+    if lib == "impl_raw":
+        from bendtorch.impl.kernels import portable
+
+        raw = getattr(portable, f"raw_{func}32")
+        return lambda x: _map1(raw, x)
     if lib == "impl_exp_array":
         from bendtorch.impl.kernels import libm
 
@@ -657,7 +671,7 @@ def round32_mp(mpf_fn: Callable[[Any], Any], x: float, scale: float) -> tuple[np
 @numba.njit(cache=True)
 def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, u: Any, pcs: Any, sym: int, cnt: Any, maxu: Any,
                argb: Any, maxabs: Any, hist: Any, bmax: Any, nanst: Any, symv: Any, spn: Any, spbad: Any,
-               submax: Any) -> None:
+               submax: Any, miss: Any, miss_want: Any, miss_n: Any) -> None:
     """One library's results r (x = +pattern then -pattern) against the reference: counts per sign and piece
     (n, correctly rounded, within one float32 step of it, faithful), the largest ulp error with its input, the
     largest absolute error, the histogram, the per-x-bin maxima, NaN, symmetry and the special inputs."""
@@ -723,6 +737,10 @@ def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, u: Any, pcs: Any, sym: int
                 maxu[h, pc] = e
                 argb[h, pc] = np.int64(b)
             if d != 0:
+                if miss_n[0] < miss.size:
+                    miss[miss_n[0]] = np.int64(b)
+                    miss_want[miss_n[0]] = cb
+                miss_n[0] += 1
                 a = abs(np.float64(ri) - ex)
                 if not (a <= maxabs[0]):
                     maxabs[0] = a if a == a else math.inf
@@ -769,14 +787,54 @@ def new_acc(npieces: int) -> dict[str, Any]:
 _LIB_FNS: dict[tuple[str, str], Callable[[Any], Any]] = {}
 
 
-def process_bits(func: str, libs: tuple[str, ...], bits: Any) -> dict[str, dict[str, Any]]:
-    """Every figure of each library in `libs` for entry `func` on the positive patterns `bits` (uint32, sign bit
-    clear) and their negatives (the reference computed once for all of them)."""
-    import mpmath  # noqa: F401  (imported here so a worker fails early if it is missing)
+HALF_X_RULE = ("f(x) = (x/2)(1 + g(x)) with g odd, of the sign of x and |g(x)| <= 2|x|: where the float64 "
+               "reference is exactly x/2 on a float32 midpoint (x/2 subnormal, |x| < 2^-125), f(x) exceeds x/2 by "
+               "(x/2) g(x) > 0, at most x^2 < 2^-250, far inside the 2^-150 to either neighbouring rounding boundary, "
+               "so f(x) rounds to the float32 above x/2")
+F32_TINY = np.float32(2.0 ** -149)  # the float32 spacing below 2^-126
 
-    t0 = time.perf_counter()
+
+@numba.njit(cache=True)
+def half_x_ties(bits: Any, y64: Any, c32: Any, hard: Any) -> Any:
+    """HALF_X_RULE on the hard cases of a function f(x) = (x/2)(1 + g(x)) with no symmetry: clears each one it
+    decides. Returns [decided, of them where the float64 rounding (to even) was wrong]."""
+    n = bits.size
+    got = np.zeros(2, dtype=np.int64)
+    for k in range(2 * n):
+        if not hard[k]:
+            continue
+        x = np.float64(_u2f(bits[k % n] | (np.uint32(0x80000000) if k >= n else np.uint32(0))))
+        y = y64[k]
+        if y != 0.5 * x or not abs(x) < 2.0 ** -125:
+            continue
+        c = np.float32(y)
+        if np.float64(c) == y:
+            continue
+        up = c if np.float64(c) > y else c + F32_TINY  # subnormal: the spacing is 2^-149 and the sum exact
+        got[0] += 1
+        if up != c:
+            got[1] += 1
+        c32[k] = up
+        hard[k] = False
+    return got
+
+
+@dataclass
+class Reference:
+    """The correctly rounded float32 of f on the patterns and their negatives (first half +, second half -), with
+    the float64 value, its float32 ulp, and how the hard cases were decided."""
+    y64: Any
+    c32: Any
+    u: Any
+    hard_bits: Any         # the inputs decided by mpmath (their bits)
+    hard_flip: Any         # there, was the float64 rounding wrong?
+    f64_err: float         # the largest float64 error seen at a hard case, in units of 2^-52 scale
+    by_rule: Any           # HALF_X_RULE: [decided, float64 rounding wrong]
+
+
+def reference(func: str, bits: Any) -> Reference:
+    """Entry `func`'s reference on the positive patterns `bits` (uint32, sign bit clear) and their negatives."""
     ent = ENTRIES[func]
-    bits = np.ascontiguousarray(bits, dtype=np.uint32)
     n = bits.size
     y64 = np.empty(2 * n)
     c32 = np.empty(2 * n, dtype=np.float32)
@@ -784,6 +842,10 @@ def process_bits(func: str, libs: tuple[str, ...], bits: Any) -> dict[str, dict[
     u = np.empty(2 * n)
     hard = np.empty(2 * n, dtype=np.bool_)
     ref_pass(ent.ref, bits, ent.sym, y64, c32, scale, u, hard)
+    by_rule = np.zeros(2, dtype=np.int64)
+    if ent.half_x_ties:
+        assert ent.sym == 0
+        by_rule = half_x_ties(bits, y64, c32, hard)
     hi = np.flatnonzero(hard)
     hard_x = np.empty(hi.size, dtype=np.int64)
     flips = np.zeros(hi.size, dtype=np.bool_)
@@ -800,6 +862,20 @@ def process_bits(func: str, libs: tuple[str, ...], bits: Any) -> dict[str, dict[
             if ent.sym != 0 and k < n:
                 c32[k + n] = -r32 if ent.sym == ODD else r32
             f64err = max(f64err, abs(yf - float(y64[k])) / (2.0 ** -52 * float(scale[k])))
+    return Reference(y64, c32, u, hard_x, flips, f64err, by_rule)
+
+
+def process_bits(func: str, libs: tuple[str, ...], bits: Any) -> dict[str, dict[str, Any]]:
+    """Every figure of each library in `libs` for entry `func` on the positive patterns `bits` (uint32, sign bit
+    clear) and their negatives (the reference computed once for all of them)."""
+    import mpmath  # noqa: F401  (imported here so a worker fails early if it is missing)
+
+    t0 = time.perf_counter()
+    ent = ENTRIES[func]
+    bits = np.ascontiguousarray(bits, dtype=np.uint32)
+    n = bits.size
+    ref = reference(func, bits)
+    y64, c32, u = ref.y64, ref.c32, ref.u
     xs = np.concatenate([bits, bits | np.uint32(0x80000000)]).view(np.float32)
     pcs = np.zeros(n, dtype=np.int64)
     if ent.piece_of == "erf":
@@ -809,14 +885,22 @@ def process_bits(func: str, libs: tuple[str, ...], bits: Any) -> dict[str, dict[
     for lib in libs:
         t1 = time.perf_counter()
         acc = new_acc(len(ent.pieces))
+        miss = np.empty(MISS_CAP, dtype=np.int64)
+        miss_want = np.empty(MISS_CAP, dtype=np.uint32)
+        miss_n = np.zeros(1, dtype=np.int64)
         r = _lib_fn(func, lib)(xs)
         stats_pass(bits, r, y64, c32, u, pcs, ent.sym, acc["cnt"], acc["maxu"], acc["argb"], acc["maxabs"],
-                   acc["hist"], acc["bmax"], acc["nanst"], acc["symv"], acc["spn"], acc["spbad"], acc["submax"])
+                   acc["hist"], acc["bmax"], acc["nanst"], acc["symv"], acc["spn"], acc["spbad"], acc["submax"],
+                   miss, miss_want, miss_n)
+        k = int(min(miss_n[0], MISS_CAP))
+        acc["miss"], acc["miss_want"], acc["miss_n"] = miss[:k].copy(), miss_want[:k].copy(), miss_n.copy()
         if lib in ent.twins:
             acc["twin_diff"][0] = _twin_diff(r, _lib_fn(func, ent.twins[lib])(xs))
-        acc["hard_bits"] = hard_x
-        acc["hard_flip"] = flips
-        acc["hard_f64_err"] = np.array([f64err])
+        acc["hard_bits"] = ref.hard_bits
+        acc["hard_flip"] = ref.hard_flip
+        acc["hard_f64_err"] = np.array([ref.f64_err])
+        if ent.half_x_ties:
+            acc["half_x_ties"] = ref.by_rule
         acc["n_patterns"] = np.array([n], dtype=np.int64)
         acc["seconds"] = np.array([t_ref / len(libs) + time.perf_counter() - t1])
         res[lib] = acc
@@ -834,8 +918,9 @@ def merge(total: dict[str, Any] | None, acc: dict[str, Any]) -> dict[str, Any]:
     """Fold one chunk's accumulators into the running total (sums, maxima; the first maximum keeps its input)."""
     if total is None:
         return {k: v.copy() for k, v in acc.items()}
-    for k in ("cnt", "hist", "nanst", "symv", "spn", "spbad", "n_patterns", "seconds", "twin_diff"):
-        total[k] = total[k] + acc[k]
+    for k in ("cnt", "hist", "nanst", "symv", "spn", "spbad", "n_patterns", "seconds", "twin_diff", "half_x_ties"):
+        if k in acc:
+            total[k] = total[k] + acc[k]
     upd = acc["maxu"] > total["maxu"]
     total["maxu"] = np.where(upd, acc["maxu"], total["maxu"])
     total["argb"] = np.where(upd, acc["argb"], total["argb"])
@@ -843,6 +928,13 @@ def merge(total: dict[str, Any] | None, acc: dict[str, Any]) -> dict[str, Any]:
         total[k] = np.maximum(total[k], acc[k])
     for k in ("hard_bits", "hard_flip"):
         total[k] = np.concatenate([total[k], acc[k]])
+    if "miss_n" in total and "miss_n" in acc:  # chunks written before the lists existed have none
+        total["miss_n"] = total["miss_n"] + acc["miss_n"]
+        total["miss"] = np.concatenate([total["miss"], acc["miss"]])
+        total["miss_want"] = np.concatenate([total["miss_want"], acc["miss_want"]])
+    else:
+        for k in ("miss", "miss_want", "miss_n"):
+            total.pop(k, None)
     return total
 
 
@@ -1164,6 +1256,11 @@ def build_report(func: str, tots: dict[str, dict[str, Any]], mode: str, command:
             f["twin"] = {"of": ent.twins[lib], "note": LIB_NOTES.get(ent.twins[lib], ""),
                          "bit_differences": int(tot["twin_diff"][0])}
         f["library"] = LIB_NOTES.get(lib, lib)
+        if "miss_n" in tot:
+            listed = np.sort(tot["miss"].astype(np.int64) & 0xFFFFFFFF)
+            f["misrounded_inputs"] = {"count": int(tot["miss_n"][0]), "listed": int(listed.size),
+                                      "complete": bool(listed.size == tot["miss_n"][0]),
+                                      "first": [f"0x{int(b):08x}" for b in listed[:10]]}
         if lib in ent.claims:
             f["claims"] = check_claims(ent.claims[lib], f)
         libs[lib] = f
@@ -1186,6 +1283,9 @@ def build_report(func: str, tots: dict[str, dict[str, Any]], mode: str, command:
             "largest_float64_error_in_units_of_2^-52_scale": float(first["hard_f64_err"][0]),
             "first": [{"x": _f32(int(b)), "bits": f"0x{int(b) & 0xFFFFFFFF:08x}", "float64_rounding_wrong": bool(f)}
                       for b, f in list(zip(hb, fl))[:20]],
+            **({"decided_by_rule": {"rule": HALF_X_RULE, "count": int(first["half_x_ties"][0]),
+                                    "float64_rounding_was_wrong": int(first["half_x_ties"][1])}}
+               if "half_x_ties" in first else {}),
         },
         "libraries": libs,
     }
@@ -1385,7 +1485,7 @@ def summary_line(rep: dict[str, Any], libs: list[str]) -> str:
 # the atlas: one table from the per-function JSON files
 # ------------------------------------------------------------------------------------------------------------------
 
-ATLAS_LIBS = ("impl", "impl_clib", "torch", "torch_scalar", "torch_aten", "numpy", "clib",
+ATLAS_LIBS = ("impl", "impl_raw", "impl_clib", "torch", "torch_scalar", "torch_aten", "numpy", "clib",
               "torch_gelu_erf_aten")
 
 

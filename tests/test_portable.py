@@ -1,8 +1,9 @@
 """impl's portable float32 functions (impl/kernels/portable.py) and the switch between them and the C library's
 (impl/kernels/libm.py): the tables against mpmath, each function within one float32 step of the correctly rounded
-value on spread inputs (and correctly rounded on nearly all), exact special values and symmetry, no wider float in
-their compiled code, and BENDTORCH_LIBM selecting the functions (a bad value refused). The exhaustive figures are the
-checker's (reports/sweep.py), not a test's."""
+value on spread inputs (and correctly rounded on nearly all) without their exception tables and correctly rounded
+with them, the tables (a perfect hash; the committed ones against mpmath; another digest refused), exact special
+values and symmetry, no wider float in their compiled code, and BENDTORCH_LIBM selecting the functions (a bad value
+refused). The exhaustive figures are the checker's (reports/sweep.py), not a test's."""
 
 from __future__ import annotations
 
@@ -65,20 +66,23 @@ FUNCS: dict[str, tuple[Any, Callable[[Any], Any]]] = {
 
 
 @pytest.mark.parametrize("name", list(FUNCS))
-def test_within_one_step_and_nearly_always_correctly_rounded(name: str) -> None:
+def test_correctly_rounded_and_the_pair_alone_within_one_step(name: str) -> None:
     f, mf = FUNCS[name]
+    raw = getattr(P, f"raw_{name}32")
     rng = np.random.default_rng(7)
     xs = _inputs(name, 1500, rng)
     wrong = []
     for x in xs:
         if name == "log" and x < 0:
             continue
-        r, c = f(x), _cr(mf, float(x))
-        assert _steps(r, c) <= 1, (name, x, r, c)  # faithful: never more than one float32 step away
+        c = _cr(mf, float(x))
+        assert f(x) == c, (name, x, f(x), c)  # with its exception table: correctly rounded on every input
+        r = raw(x)
+        assert _steps(r, c) <= 1, (name, x, r, c)  # the pair alone: faithful, never more than one step away
         if r != c:
             wrong.append(x)
     # the pair arithmetic leaves a few 2^-36 of the result before the last rounding: a wrong rounding needs the
-    # exact value within that distance of a boundary, about 1 input in 10^4 (the sweep measures it on all 2^32)
+    # exact value within that distance of a boundary, about 1 input in 10^4 (the sweep lists them all: the table)
     assert len(wrong) <= 2, (name, wrong)
 
 
@@ -269,3 +273,67 @@ def test_the_switch_selects_the_functions(tmp_path: Path) -> None:
                        text=True, env=dict(os.environ, BENDTORCH_LIBM="fast"), timeout=300)
     assert p.returncode != 0 and "BENDTORCH_LIBM" in p.stderr
     assert re.search(r"portable, clib", p.stderr)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the exception tables
+# ---------------------------------------------------------------------------------------------------------------
+
+def _look(tk: Any, tv: Any, td: Any, xs: Any, y: np.float32) -> Any:
+    return np.array([P.cr_fix(tk, tv, td, x, y) for x in xs], dtype=np.float32)
+
+
+def test_a_perfect_hash_gives_each_input_its_value_and_leaves_the_rest() -> None:
+    rng = np.random.default_rng(3)
+    keys = np.unique(rng.integers(0, 0x7F800000, 3000, dtype=np.int64)).astype(np.uint32)
+    vals = rng.integers(0, 0x7F800000, keys.size, dtype=np.int64).astype(np.uint32)
+    tk, tv, td = P.build_cr_table(keys, vals)
+    assert tk.size == 8192 and td.size == 2048
+    got = _look(tk, tv, td, keys.view(np.float32), F32(-1))
+    assert (got.view(np.uint32) == vals).all()
+    others = np.setdiff1d(rng.integers(0, 2**32, 5000, dtype=np.int64).astype(np.uint32), keys)
+    assert (_look(tk, tv, td, others.view(np.float32), F32(-1)) == F32(-1)).all()
+    # the same table with every displacement off by one finds (nearly) none of them: the lookup depends on them
+    lost = _look(tk, tv, td ^ np.uint32(1), keys.view(np.float32), F32(-1))
+    assert (lost.view(np.uint32) != vals).mean() > 0.99
+    empty = P.build_cr_table(np.zeros(0, np.uint32), np.zeros(0, np.uint32))
+    assert _look(*empty, keys[:50].view(np.float32), F32(2))[0] == F32(2)
+
+
+def test_the_committed_tables_hold_the_correctly_rounded_values() -> None:
+    # a spread of each table's inputs, against mpmath directly (not the checker that found them): the value is the
+    # correctly rounded one, the pair evaluation alone misrounds there, and the public function returns the value
+    rng = np.random.default_rng(11)
+    mfs = {"exp": mpmath.exp, "log": mpmath.log, "tanh": mpmath.tanh, "sin": mpmath.sin, "cos": mpmath.cos}
+    for name, mf in mfs.items():
+        tk, tv = getattr(P, f"{name.upper()}_KEYS"), getattr(P, f"{name.upper()}_VALS")
+        full = tk != np.uint32(0xFFFFFFFF)
+        assert full.sum() > 100, name
+        pick = rng.choice(np.flatnonzero(full), 25, replace=False)
+        raw, pub = getattr(P, f"raw_{name}32"), getattr(P, f"{name}32")
+        for i in pick:
+            x = np.array([tk[i]], np.uint32).view(np.float32)[0]
+            want = np.array([tv[i]], np.uint32).view(np.float32)[0]
+            assert want == _cr(mf, float(x)), (name, x)
+            assert raw(x) != want and _steps(raw(x), want) == 1, (name, x)
+            assert pub(x) == want, (name, x)
+        if name == "exp":
+            xs = tk[pick].view(np.float32)
+            out = np.empty_like(xs)
+            P.exp_array(xs, out)
+            assert (out == np.array([tv[i] for i in pick], np.uint32).view(np.float32)).all()
+
+
+def test_tables_of_another_digest_are_refused(tmp_path: Path) -> None:
+    with np.load(P.CR_TABLES_FILE, allow_pickle=False) as z:
+        t = {k: z[k].copy() for k in z.files}
+    t["sin_vals"][0] ^= np.uint32(1)
+    bad = tmp_path / "cr.npz"
+    np.savez(bad, **t)
+    with pytest.raises(RuntimeError, match="cr.npz: its tables' sha256 is"):
+        P.load_cr_tables(bad)
+    del t["cos_disp"]
+    np.savez(bad, **t)
+    with pytest.raises(RuntimeError, match="no array cos_disp"):
+        P.load_cr_tables(bad)
+    assert P.cr_tables_digest(P.load_cr_tables()) == P.CR_TABLES_SHA256

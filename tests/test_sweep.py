@@ -45,20 +45,10 @@ def _brute_cr(f: Any, x: float) -> np.float32:
 
 def _reference(func: str, xs: Any) -> Any:
     """The checker's c32 for inputs xs (any sign), hard cases decided, as process_bits does it."""
-    ent = S.ENTRIES[func]
     bits = np.ascontiguousarray(xs, dtype=np.float32).view(np.uint32) & np.uint32(0x7FFFFFFF)
-    n = bits.size
-    y64, c32, sc, u = np.empty(2 * n), np.empty(2 * n, np.float32), np.empty(2 * n), np.empty(2 * n)
-    hard = np.empty(2 * n, dtype=np.bool_)
-    S.ref_pass(ent.ref, bits, ent.sym, y64, c32, sc, u, hard)
-    mpf = S._mp_funcs()[func]
-    for k in np.flatnonzero(hard):
-        x = float(_f32(int(bits[k % n]) | (0x80000000 if k >= n else 0)))
-        c32[k] = S.round32_mp(mpf, x, float(sc[k]))[0]
-        if ent.sym and k < n:
-            c32[k + n] = -c32[k] if ent.sym == S.ODD else c32[k]
+    c32 = S.reference(func, bits).c32
     neg = np.ascontiguousarray(xs, dtype=np.float32).view(np.uint32) >> np.uint32(31)
-    return np.where(neg == 1, c32[n:], c32[:n])
+    return np.where(neg == 1, c32[bits.size:], c32[:bits.size])
 
 
 # inputs where the float64 formulas are weakest: zeros of the derivatives, the tails, underflow and overflow
@@ -91,6 +81,26 @@ def test_reference_is_correctly_rounded(func: str) -> None:
             continue  # the sign of zero is checked by the specials test
         want = _brute_cr(mpf, xf)
         assert c == want, (func, x, c, want)
+
+
+@pytest.mark.parametrize("func", [f for f, e in S.ENTRIES.items() if e.half_x_ties])
+def test_the_half_x_rule_agrees_with_mpmath(func: str) -> None:
+    """HALF_X_RULE decides the ties at x/2 (x/2 subnormal) of SiLU and the GELUs; on a spread of them, both signs,
+    it gives mpmath's rounding, and the float64 rounding it replaces (to even) is wrong on about half: the rule is
+    what makes those right."""
+    rng = np.random.default_rng(7)
+    odd = rng.integers(0, 1 << 23, 150, dtype=np.int64) | 1  # subnormal x with the last bit set: x/2 a midpoint
+    odd = np.concatenate([odd, (1 << 23) | odd[:50], [1, (1 << 24) - 1]]).astype(np.uint32)  # and [2^-126, 2^-125)
+    xs = np.concatenate([odd, odd | np.uint32(0x80000000)]).view(np.float32)
+    bits = np.ascontiguousarray(odd)
+    ref = S.reference(func, bits)
+    assert ref.hard_bits.size == 0 and ref.by_rule[0] == xs.size
+    mpf = S._mp_funcs()[func]
+    want = np.array([_brute_cr(mpf, float(x)) for x in xs], dtype=np.float32)
+    assert (ref.c32.view(np.uint32) == want.view(np.uint32)).all()
+    to_even = (xs.astype(np.float64) / 2).astype(np.float32)
+    wrong = int((to_even.view(np.uint32) != want.view(np.uint32)).sum())
+    assert wrong == ref.by_rule[1] and 0.3 * xs.size < wrong < 0.7 * xs.size
 
 
 def test_specials_of_the_reference() -> None:

@@ -42,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser, function: str | None = None) 
         parser.set_defaults(function=function)
     parser.add_argument("--lib", action="append", metavar="LIB", dest="libs",
                         help="a library to check (repeatable; default: every library the function has): impl, "
-                             "impl_clib, torch, torch_scalar, torch_aten, numpy, clib, torch_gelu_erf_aten")
+                             "impl_raw, impl_clib, torch, torch_scalar, torch_aten, numpy, clib, "
+                             "torch_gelu_erf_aten")
     parser.add_argument("--out", type=Path, default=Path("reports/out/atlas"),
                         help="output directory (the function's files go in OUT/FUNCTION/)")
     parser.add_argument("--sample", type=int_in(1, FULL_HI), default=None, metavar="N",

@@ -2,7 +2,8 @@
 environment variable BENDTORCH_LIBM:
 
     portable (the default)   impl.kernels.portable: float32 and integer arithmetic only, the same bits on every
-                             machine, C library and operating system, correctly rounded on nearly every input
+                             machine, C library and operating system, correctly rounded on every input (pow:
+                             nearly every)
     clib                     the C library's expf, logf, tanhf, sinf, cosf, powf (numba's math.* on a float32 calls
                              them): the bits the seed-era figures were measured with, which differ between C
                              libraries and their releases
@@ -11,18 +12,22 @@ Kernels call the compiled `exp32`, `log32`, `tanh32`, `sin32`, `cos32`, `pow32`,
 whole row (dst[i] = exp32(src[i]), the same bits; the portable one vectorises); plain Python code calls `expf`,
 `logf`, ... (the same functions, returning np.float32). `clib_expf`, ... always call the C library directly.
 
-numba's cache does not notice which function a compiled kernel called, so with BENDTORCH_LIBM=clib every kernel
-compiled after this module's import is cached in a separate directory (under NUMBA_CACHE_DIR when set, else the
-user's cache): the two choices never load each other's machine code. A kernel that calls one of these functions
-imports this module first, so its cache is always the right one.
+numba's cache does not notice which function a compiled kernel called (nor that the callee's source changed), so
+every kernel compiled after this module's import is cached in a directory of its own (under NUMBA_CACHE_DIR when set,
+else the user's cache): numba-libm-clib for the C library's functions, numba-libm-portable-DIGEST for the portable
+ones, DIGEST from portable.py's source (which names its exception tables' digest): the two choices never load each
+other's machine code, and a kernel compiled with other portable functions is never loaded. A kernel that calls one
+of these functions imports this module first, so its cache is always the right one.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import hashlib
 import math
 import os
+from pathlib import Path
 from typing import Any, Callable
 
 import numba
@@ -35,9 +40,12 @@ MODE = os.environ.get("BENDTORCH_LIBM", "portable").strip().lower() or "portable
 if MODE not in MODES:
     raise ValueError(f"BENDTORCH_LIBM={os.environ.get('BENDTORCH_LIBM')!r}: must be one of {', '.join(MODES)}")
 
+_base = getattr(numba.config, "CACHE_DIR", "") or os.path.join(os.path.expanduser("~"), ".cache", "bendtorch")
 if MODE == "clib":
-    _base = getattr(numba.config, "CACHE_DIR", "") or os.path.join(os.path.expanduser("~"), ".cache", "bendtorch")
     setattr(numba.config, "CACHE_DIR", os.path.join(_base, "numba-libm-clib"))
+else:
+    _digest = hashlib.sha256(Path(portable.__file__).read_bytes()).hexdigest()[:16]
+    setattr(numba.config, "CACHE_DIR", os.path.join(_base, f"numba-libm-portable-{_digest}"))
 
 _libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
 

@@ -6,7 +6,10 @@ Each function carries its result as an unevaluated pair of float32 numbers hi + 
 Knuth's two_sum and Dekker's two_prod with 12-bit halves cut by masking the low 12 bits, so every partial product is
 exact) and rounds once at the end; the error before that last rounding is a few 2^-36 of the result or less, so the
 result is the correctly rounded float32 except on inputs within that distance of a rounding boundary, and always
-faithful. The exhaustive checker (reports/sweep.py) measures each function on all 2^32 inputs.
+faithful (raw_exp32, raw_log32, ...). The exhaustive checker (reports/sweep.py) measures each function on all 2^32
+inputs and lists those inputs, a few thousand a function; exp32, log32, tanh32, sin32 and cos32 return the correctly
+rounded value there from an exception table (below), so they are correctly rounded on every input. pow32, a function
+of two float32s (2^64 inputs, beyond any list), is the pair evaluation alone.
 
 Tables (2^(j/64), log(1/c), sin(j/64), cos(j/64), ln 2, pi/2, the bits of 2/pi) are computed at import with Python's
 exact integers (fixed-point series to 2^-200), then rounded to float32 pairs by integer rounding: no wider float is
@@ -27,6 +30,8 @@ would promote the arithmetic), and no operation is fused (numba without fastmath
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
 from typing import Any
 
 import numba
@@ -295,6 +300,124 @@ def two_prod(a: np.float32, b: np.float32) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# the exception tables: the inputs on which a pair evaluation misrounds, with their correctly rounded values
+# ---------------------------------------------------------------------------------------------------------------
+#
+# raw_exp32, raw_log32, raw_tanh32, raw_sin32 and raw_cos32 misround where f(x) lies within their pair's error of a
+# rounding boundary: a few thousand inputs each out of 2^32, all of them found by the exhaustive checker (CORE-MATH
+# lists such inputs the same way). exp32, ..., cos32 look x up in the function's table and return its value there.
+# A table is a perfect hash (hash and displace): h = fmix32(bits of x), the slot (h mod M) xor DISP[(h >> 16) mod
+# NB], M and NB powers of two up to 2^16 (so the two index fields of h never overlap); a slot holds an input's bits
+# and its correctly rounded bits, an empty slot the NaN 0xFFFFFFFF twice. No branch: LLVM vectorises the lookup in
+# exp_array. The tables are built by `python -m bendtorch.reports.cr_tables` from the checker's lists and stored in
+# cr_exceptions.npz; CR_TABLES_SHA256 below is their digest, checked at import, and numba's cache (keyed on this
+# source file) never serves code compiled with other tables because changing them means changing that line.
+
+CR_FUNCS = ("exp", "log", "tanh", "sin", "cos")
+CR_TABLES_FILE = Path(__file__).with_name("cr_exceptions.npz")
+CR_TABLES_SHA256 = "65aa3146472646c3f1024c116433e0cdda2eb4492ed563214b0cd60fd54aed45"
+_EMPTY = 0xFFFFFFFF
+_M32 = np.uint64(0xFFFFFFFF)
+
+
+def fmix32_np(k: Any) -> Any:
+    """MurmurHash3's 32-bit finaliser (a bijection of 32-bit words) on an array of uint32, as uint64."""
+    h = np.asarray(k, dtype=np.uint64)
+    h = h ^ (h >> np.uint64(16))
+    h = (h * np.uint64(0x85EBCA6B)) & _M32
+    h = h ^ (h >> np.uint64(13))
+    h = (h * np.uint64(0xC2B2AE35)) & _M32
+    return h ^ (h >> np.uint64(16))
+
+
+def build_cr_table(keys: Any, vals: Any) -> tuple[Any, Any, Any]:
+    """The perfect hash of inputs `keys` (distinct float32 bits, no NaN) to `vals`: (KEYS, VALS, DISP), uint32.
+    Deterministic: buckets in order of size (largest first), then index; each takes the least displacement that
+    puts its inputs in free slots."""
+    keys = np.asarray(keys, dtype=np.uint32)
+    vals = np.asarray(vals, dtype=np.uint32)
+    n = keys.size
+    if np.unique(keys).size != n:
+        raise ValueError("the table's inputs must be distinct")
+    m = 1
+    while m < 2 * n:             # load at most 1/2
+        m *= 2
+    nb = max(1, m // 4)          # buckets of about 2 inputs
+    if m > 1 << 16:
+        raise ValueError(f"{n} inputs: more than the 2^15 a table holds")
+    h = fmix32_np(keys)
+    base = (h & np.uint64(m - 1)).astype(np.int64)
+    bucket = ((h >> np.uint64(16)) & np.uint64(nb - 1)).astype(np.int64)
+    tk = np.full(m, _EMPTY, dtype=np.uint32)
+    tv = np.full(m, _EMPTY, dtype=np.uint32)
+    disp = np.zeros(nb, dtype=np.uint32)
+    used = np.zeros(m, dtype=bool)
+    members: dict[int, list[int]] = {}
+    for i in np.argsort(bucket, kind="stable"):
+        members.setdefault(int(bucket[i]), []).append(int(i))
+    for b, idx in sorted(members.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        for d in range(m):
+            slots = base[idx] ^ d
+            if np.unique(slots).size == slots.size and not used[slots].any():
+                used[slots] = True
+                tk[slots] = keys[idx]
+                tv[slots] = vals[idx]
+                disp[b] = d
+                break
+        else:
+            raise ValueError(f"bucket {b} found no free slots")
+    return tk, tv, disp
+
+
+def cr_tables_digest(tables: dict[str, Any]) -> str:
+    """sha256 of the tables' contents (little-endian uint32, in CR_FUNCS order), independent of the file format."""
+    hs = hashlib.sha256()
+    for f in CR_FUNCS:
+        for part in ("keys", "vals", "disp"):
+            a = np.ascontiguousarray(tables[f"{f}_{part}"]).astype("<u4")
+            hs.update(f"{f}_{part}:{a.size};".encode())
+            hs.update(a.tobytes())
+    return hs.hexdigest()
+
+
+def load_cr_tables(path: Path = CR_TABLES_FILE) -> dict[str, Any]:
+    """The tables in `path` (an .npz of plain uint32 arrays; nothing unpickled), their digest checked."""
+    want = [f"{f}_{part}" for f in CR_FUNCS for part in ("keys", "vals", "disp")]
+    with np.load(path, allow_pickle=False) as z:
+        missing = [k for k in want if k not in z.files]
+        if missing:
+            raise RuntimeError(f"{path}: no array {missing[0]}")
+        tables = {k: np.ascontiguousarray(z[k]).astype(np.uint32) for k in want}
+    got = cr_tables_digest(tables)
+    if got != CR_TABLES_SHA256:
+        raise RuntimeError(f"{path}: its tables' sha256 is {got}, but impl/kernels/portable.py expects "
+                           f"{CR_TABLES_SHA256} (CR_TABLES_SHA256): rebuild it or update that line")
+    return tables
+
+
+_CR = load_cr_tables()
+EXP_KEYS, EXP_VALS, EXP_DISP = _CR["exp_keys"], _CR["exp_vals"], _CR["exp_disp"]
+LOG_KEYS, LOG_VALS, LOG_DISP = _CR["log_keys"], _CR["log_vals"], _CR["log_disp"]
+TANH_KEYS, TANH_VALS, TANH_DISP = _CR["tanh_keys"], _CR["tanh_vals"], _CR["tanh_disp"]
+SIN_KEYS, SIN_VALS, SIN_DISP = _CR["sin_keys"], _CR["sin_vals"], _CR["sin_disp"]
+COS_KEYS, COS_VALS, COS_DISP = _CR["cos_keys"], _CR["cos_vals"], _CR["cos_disp"]
+
+
+@numba.njit(cache=True, inline="always")
+def cr_fix(keys: Any, vals: Any, disp: Any, x: np.float32, y: np.float32) -> Any:
+    """y, or the table's correctly rounded value when x is one of its inputs (no branch)."""
+    xb = f2u(x)
+    h = np.uint64(xb)
+    h = h ^ (h >> np.uint64(16))
+    h = (h * np.uint64(0x85EBCA6B)) & _M32
+    h = h ^ (h >> np.uint64(13))
+    h = (h * np.uint64(0xC2B2AE35)) & _M32
+    h = h ^ (h >> np.uint64(16))
+    s = (h & np.uint64(keys.size - 1)) ^ np.uint64(disp[(h >> np.uint64(16)) & np.uint64(disp.size - 1)])
+    return u2f(vals[s]) if keys[s] == xb else y
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # exp
 # ---------------------------------------------------------------------------------------------------------------
 
@@ -352,9 +475,9 @@ def _scale_round(u: np.float32, w: np.float32, e: int) -> Any:
 
 
 @numba.njit(cache=True)
-def exp32(x: np.float32) -> Any:
-    """exp(x) in float32: correctly rounded except within a few 2^-37 of a rounding boundary; exact specials
-    (NaN -> NaN, +inf -> +inf, -inf -> +0)."""
+def raw_exp32(x: np.float32) -> Any:
+    """exp(x) from the float32 pair alone: correctly rounded except within a few 2^-37 of a rounding boundary;
+    exact specials (NaN -> NaN, +inf -> +inf, -inf -> +0)."""
     if x != x:
         return x + x
     if x > EXP_HI:
@@ -367,17 +490,23 @@ def exp32(x: np.float32) -> Any:
     return _scale_round(u, w, e)
 
 
+@numba.njit(cache=True)
+def exp32(x: np.float32) -> Any:
+    """exp(x) in float32, correctly rounded on every input: raw_exp32, corrected on its exception table's inputs."""
+    return cr_fix(EXP_KEYS, EXP_VALS, EXP_DISP, x, raw_exp32(x))
+
+
 _VEC_LO = F32(-87.0)   # exp(x) for x >= this is normal (2^e (u + w) with e >= -126, u >= 1 at e = -126)
 
 
 @numba.njit(cache=True, error_model="numpy")
 def exp_array(src: Any, dst: Any) -> None:
     """dst[i] = exp32(src[i]) for every i, the same bits (dst may be src). The first loop has no branch, so LLVM
-    vectorises it (the table reads become gathers): every x >= -87 takes exp32's own path through _exp_core and
-    _scale_round's normal case, written with selects (tiny |x| needs no case of its own there: 1 + x and
-    exp(x) both round to 1); NaN gives x + x and x > EXP_HI gives +inf as in exp32. An x below -87, whose
-    result may be subnormal or zero, is left in dst as itself (a negative number, which no result is) and the
-    second loop gives it exp32's answer."""
+    vectorises it (the table reads become gathers): every x >= -87 takes raw_exp32's own path through _exp_core
+    and _scale_round's normal case, written with selects (tiny |x| needs no case of its own there: 1 + x and
+    exp(x) both round to 1), then exp32's table lookup; NaN gives x + x and x > EXP_HI gives +inf as in exp32.
+    An x below -87, whose result may be subnormal or zero, is left in dst as itself (a negative number, which no
+    result is) and the second loop gives it exp32's answer."""
     n = src.size
     for i in range(n):
         x = src[i]
@@ -386,6 +515,7 @@ def exp_array(src: Any, dst: Any) -> None:
         big = e > 126
         a = pow2(e - 1 if big else e)
         y = ((u + w) * a) * (_TWO if big else _ONE)
+        y = cr_fix(EXP_KEYS, EXP_VALS, EXP_DISP, x, y)
         y = _INF if x > EXP_HI else y
         y = x if x < _VEC_LO else y
         dst[i] = x + x if x != x else y
@@ -433,9 +563,9 @@ def _log_core(x: np.float32) -> Any:
 
 
 @numba.njit(cache=True)
-def log32(x: np.float32) -> Any:
-    """log(x) in float32: correctly rounded except within a few 2^-45 of a rounding boundary; NaN for x < 0 and
-    NaN, -inf for +-0, +inf for +inf."""
+def raw_log32(x: np.float32) -> Any:
+    """log(x) from the float32 pair alone: correctly rounded except within a few 2^-45 of a rounding boundary; NaN
+    for x < 0 and NaN, -inf for +-0, +inf for +inf."""
     if x != x:
         return x + x
     if x < _ZERO:
@@ -446,6 +576,12 @@ def log32(x: np.float32) -> Any:
         return x
     s, t = _log_core(x)
     return s + t
+
+
+@numba.njit(cache=True)
+def log32(x: np.float32) -> Any:
+    """log(x) in float32, correctly rounded on every input: raw_log32, corrected on its exception table's inputs."""
+    return cr_fix(LOG_KEYS, LOG_VALS, LOG_DISP, x, raw_log32(x))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -461,9 +597,9 @@ _TANH_BIG = F32(9.1)
 
 
 @numba.njit(cache=True)
-def tanh32(x: np.float32) -> Any:
-    """tanh(x) in float32 (odd bit for bit): correctly rounded except near rounding boundaries; NaN -> NaN,
-    +-inf -> +-1, +-0 -> +-0."""
+def raw_tanh32(x: np.float32) -> Any:
+    """tanh(x) from the float32 pair alone (odd bit for bit): correctly rounded except near rounding boundaries;
+    NaN -> NaN, +-inf -> +-1, +-0 -> +-0."""
     if x != x:
         return x + x
     a = abs(x)
@@ -490,6 +626,13 @@ def tanh32(x: np.float32) -> Any:
     rem = (((nh - p) - pe) + nl) - q1 * dl     # nh - p exact (Sterbenz)
     y = q1 + rem / dh
     return -y if neg else y
+
+
+@numba.njit(cache=True)
+def tanh32(x: np.float32) -> Any:
+    """tanh(x) in float32, correctly rounded on every input: raw_tanh32, corrected on its exception table's
+    inputs."""
+    return cr_fix(TANH_KEYS, TANH_VALS, TANH_DISP, x, raw_tanh32(x))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -598,9 +741,9 @@ def _sincos_r(rh: np.float32, rl: np.float32, want_sin: bool) -> Any:
 
 
 @numba.njit(cache=True)
-def sin32(x: np.float32) -> Any:
-    """sin(x) in float32 (odd bit for bit), any finite x: correctly rounded except near rounding boundaries;
-    NaN and +-inf -> NaN, +-0 -> +-0."""
+def raw_sin32(x: np.float32) -> Any:
+    """sin(x) from the float32 pair alone (odd bit for bit), any finite x: correctly rounded except near rounding
+    boundaries; NaN and +-inf -> NaN, +-0 -> +-0."""
     if x != x or abs(x) == _INF:
         return _NAN if x == x else x + x
     if x == _ZERO:
@@ -620,9 +763,15 @@ def sin32(x: np.float32) -> Any:
 
 
 @numba.njit(cache=True)
-def cos32(x: np.float32) -> Any:
-    """cos(x) in float32 (even bit for bit), any finite x: correctly rounded except near rounding boundaries;
-    NaN and +-inf -> NaN, cos(+-0) = 1."""
+def sin32(x: np.float32) -> Any:
+    """sin(x) in float32, correctly rounded on every input: raw_sin32, corrected on its exception table's inputs."""
+    return cr_fix(SIN_KEYS, SIN_VALS, SIN_DISP, x, raw_sin32(x))
+
+
+@numba.njit(cache=True)
+def raw_cos32(x: np.float32) -> Any:
+    """cos(x) from the float32 pair alone (even bit for bit), any finite x: correctly rounded except near rounding
+    boundaries; NaN and +-inf -> NaN, cos(+-0) = 1."""
     if x != x or abs(x) == _INF:
         return _NAN if x == x else x + x
     a = abs(x)
@@ -636,6 +785,12 @@ def cos32(x: np.float32) -> Any:
     if (k + 1) & 2:
         y = -y
     return y
+
+
+@numba.njit(cache=True)
+def cos32(x: np.float32) -> Any:
+    """cos(x) in float32, correctly rounded on every input: raw_cos32, corrected on its exception table's inputs."""
+    return cr_fix(COS_KEYS, COS_VALS, COS_DISP, x, raw_cos32(x))
 
 
 # ---------------------------------------------------------------------------------------------------------------
