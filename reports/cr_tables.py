@@ -30,8 +30,8 @@ def misrounded(func: str, out: Path, workers: int, progress: bool = True, lo: in
     positive patterns [lo, hi) and their negatives."""
     tot = S.sweep_range(out, func, ["impl_raw"], lo, hi, chunk, workers, progress=progress)["impl_raw"]
     if "miss_n" not in tot or tot["miss"].size != tot["miss_n"][0]:
-        raise RuntimeError(f"{func}: the list of misrounded inputs is incomplete (chunks of an older checker, or "
-                           f"more than {S.MISS_CAP} in one chunk): sweep again with --fresh")
+        raise RuntimeError(f"{func}: the list of misrounded inputs is incomplete (chunks of an older checker, more "
+                           f"than {S.MISS_CAP} in one chunk or {S.MISS_LISTED} in all): sweep again with --fresh")
     keys = (tot["miss"].astype(np.int64) & 0xFFFFFFFF).astype(np.uint32)
     order = np.argsort(keys, kind="stable")
     return keys[order], tot["miss_want"][order].astype(np.uint32)

@@ -52,7 +52,8 @@ FULL_HI = 1 << 31
 REL_MARGIN = 2.0 ** -46   # the float64 error allowed for, relative to the entry's scale s
 OVERFLOW_EDGE = 2.0 ** 128 - 2.0 ** 103  # float32 rounding sends |y| >= this to infinity
 MP_START_PREC = 96
-MISS_CAP = 4096           # misrounded inputs listed per chunk and library (all of them counted)
+MISS_CAP = 4096           # misrounded inputs listed per chunk and library (all of them counted) ...
+MISS_LISTED = 1 << 16     # ... and in all (a complete list is an exception table's source: 2^15 at most)
 XSHIFT = 18               # x bins for the plots: 2^18 consecutive patterns (32 bins per binade) per sign
 NXB = 1 << (31 - XSHIFT)
 NLIN, NLOG = 200, 1200    # ulp-error histogram: [k/100, (k+1)/100) for k < 200, then quarter octaves, last bin inf
@@ -930,8 +931,9 @@ def merge(total: dict[str, Any] | None, acc: dict[str, Any]) -> dict[str, Any]:
         total[k] = np.concatenate([total[k], acc[k]])
     if "miss_n" in total and "miss_n" in acc:  # chunks written before the lists existed have none
         total["miss_n"] = total["miss_n"] + acc["miss_n"]
-        total["miss"] = np.concatenate([total["miss"], acc["miss"]])
-        total["miss_want"] = np.concatenate([total["miss_want"], acc["miss_want"]])
+        if total["miss"].size < MISS_LISTED:  # past that, a list is no one's use and only slows the merge
+            total["miss"] = np.concatenate([total["miss"], acc["miss"]])[:MISS_LISTED]
+            total["miss_want"] = np.concatenate([total["miss_want"], acc["miss_want"]])[:MISS_LISTED]
     else:
         for k in ("miss", "miss_want", "miss_n"):
             total.pop(k, None)
