@@ -1,7 +1,8 @@
 """The cost of impl's portable float32 functions: one training step (tiny, and a 2-layer smol) with
 BENDTORCH_LIBM=portable against BENDTORCH_LIBM=clib, each in its own process, the two alternated over several rounds
 so that a busy machine slows both alike (the ratio of the medians, and the median and range of the per-round ratios);
-and each function alone (nanoseconds per call over 2^20 inputs; exp_array: per number of a whole array).
+and each function alone (nanoseconds per call over 2^20 inputs; exp_array: per number of a whole array, apart and in
+place as the row kernels call it), and cross-entropy over smol's 128 x 49,152 logits (milliseconds).
 
     python -m bendtorch.bench.libm_step [--rounds 3] [--repeats 10] [--json FILE]
 """
@@ -65,6 +66,20 @@ ts = []
 for _ in range(5):
     t0 = time.perf_counter(); libm.exp_array(fx, dst); ts.append(time.perf_counter() - t0)
 out["exp_array_ns"] = min(ts) / fx.size * 1e9
+ts = []
+for _ in range(5):
+    dst[:] = fx
+    t0 = time.perf_counter(); libm.exp_array(dst, dst); ts.append(time.perf_counter() - t0)
+out["exp_array_inplace_ns"] = min(ts) / fx.size * 1e9
+from bendtorch.impl.kernels import losses
+z = (np.random.default_rng(2).standard_normal((128, 49152)) * np.float32(0.5)).astype(np.float32)
+lab = np.random.default_rng(3).integers(0, 49152, 128).astype(np.int64)
+dz = np.empty_like(z)
+losses.ce_into(z, lab, dz)
+ts = []
+for _ in range(REPEATS):
+    t0 = time.perf_counter(); losses.ce_into(z, lab, dz); ts.append(time.perf_counter() - t0)
+out["cross_entropy_ms"] = statistics.median(ts) * 1e3
 print(json.dumps(out))
 """
 
@@ -97,9 +112,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="also write the figures to this JSON file")
     a = ap.parse_args(argv)
     res = measure(a.rounds, a.repeats)
+    args = sys.argv[1:] if argv is None else argv
+    res["command"] = " ".join(["python -m bendtorch.bench.libm_step", *args])
+    res["cpus"] = os.cpu_count()
     print(json.dumps(res, indent=1))
     if a.json is not None:
-        a.json.write_text(json.dumps(res, indent=1))
+        from bendtorch.reference.findings import write_json
+        write_json(res, a.json)
     return 0
 
 

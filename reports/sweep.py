@@ -343,8 +343,8 @@ LIB_NOTES = {
                      "build it gives the contiguous path's bits for exp, and a 1-element tensor does too)"),
     "torch_aten": "PyTorch's ATen kernel with oneDNN disabled",
     "impl_exp_array": ("impl's exp over a whole array (libm.exp_array, the vectorised loop the softmax, log-softmax, "
-                       "cross-entropy and attention kernels and the Sigmoid and SiLU loops call): must give exp32's "
-                       "bits on every input"),
+                       "cross-entropy and attention kernels and the Sigmoid and SiLU loops call), called apart and "
+                       "in place: must give exp32's bits on every input"),
     "torch_gelu_erf_port": "ATen's GELU (erf form) ported op by op (reports/torch_erf.py)",
     "torch_gelu_erf_aten": "the erf inside PyTorch's ATen GELU, ported op by op (reports/torch_erf.py)",
     "numpy": "numpy float32 ufuncs (the formula in float32 operations where numpy has no such function)",
@@ -547,9 +547,14 @@ def make_lib(func: str, lib: str) -> Callable[[Any], Any]:
         from bendtorch.impl.kernels import libm
 
         def run(x: Any) -> Any:
+            # both calls the kernels make, apart and in place; a number counts as a difference if either gives
+            # other bits than exp32 (the one that does is returned)
             out = np.empty_like(x)
             libm.exp_array(x, out)
-            return out
+            inplace = np.array(x, dtype=np.float32, copy=True)
+            libm.exp_array(inplace, inplace)
+            want = _map1(libm.exp32, x)
+            return np.where(out.view(np.uint32) != want.view(np.uint32), out, inplace)
         return run
     if lib == "torch_gelu_erf_aten":
         from bendtorch.reports.torch_erf import erf_as_np
@@ -1416,9 +1421,11 @@ def sweep(func: str, libs: list[str] | None, out: Path, sample: int | None = Non
     if path.exists():
         old = json.loads(path.read_text())
         if old.get("mode") == mode:
-            rep["libraries"] = {**{k: v for k, v in old["libraries"].items() if k not in rep["libraries"]},
-                                **rep["libraries"]}
+            merged = {**old["libraries"], **rep["libraries"]}
+            rep["libraries"] = {k: merged[k] for k in sorted(merged, key=_atlas_rank)}
             rep["runs"] = old.get("runs", [{"command": old.get("command"), "seconds": old.get("seconds")}])
+            if not plot and "plots" in old:
+                rep["plots"] = old["plots"]      # a run without plots keeps the earlier run's
     rep.setdefault("runs", []).append({"command": rep["command"], "libraries": libs, "seconds": rep["seconds"]})
     if plot:
         rep["plots"] = plots(func, tots, d, mode.split(" (")[0], kind)
@@ -1489,6 +1496,11 @@ def summary_line(rep: dict[str, Any], libs: list[str]) -> str:
 
 ATLAS_LIBS = ("impl", "impl_raw", "impl_clib", "torch", "torch_scalar", "torch_aten", "numpy", "clib",
               "torch_gelu_erf_aten")
+
+
+def _atlas_rank(lib: str) -> tuple[int, str]:
+    """A library's place in a function's JSON and the atlas: ATLAS_LIBS' order, then any other by name."""
+    return (ATLAS_LIBS.index(lib), "") if lib in ATLAS_LIBS else (len(ATLAS_LIBS), lib)
 
 
 def atlas_markdown(results_dir: Path, link_prefix: str | None = None) -> str:

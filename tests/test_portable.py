@@ -173,6 +173,19 @@ def test_exp_array_gives_exp32s_bits_in_place_or_not() -> None:
     assert inplace.view(np.uint32).tolist() == out.view(np.uint32).tolist()
     # the rest against the scalar function compiled in a loop
     assert np.array_equal(out.view(np.uint32), _exp32_loop(xs).view(np.uint32))
+    # short rows, and rows of a matrix in place as the row kernels pass them, each starting below -87
+    for n in (0, 1, 3, 7, 8, 9, 16, 33):
+        part = np.concatenate([np.array([-100.0], dtype=F32), xs[2000:2000 + n]])[:n].copy()
+        got = part.copy()
+        P.exp_array(got, got)
+        assert got.view(np.uint32).tolist() == _exp32_loop(part).view(np.uint32).tolist(), n
+    m = np.concatenate([np.full(7, -100.0, dtype=F32), xs[:5 * 37 - 7]]).reshape(5, 37)
+    rows = m.copy()
+    for i in range(5):
+        P.exp_array(rows[i, :30], rows[i, :30])
+    assert rows[:, :30].view(np.uint32).tolist() == _exp32_loop(m[:, :30].ravel()).reshape(5, 30).view(
+        np.uint32).tolist()
+    assert rows[:, 30:].view(np.uint32).tolist() == m[:, 30:].view(np.uint32).tolist()   # the rest untouched
 
 
 def _exp32_loop(xs: Any) -> Any:
@@ -298,6 +311,34 @@ def test_a_perfect_hash_gives_each_input_its_value_and_leaves_the_rest() -> None
     assert (lost.view(np.uint32) != vals).mean() > 0.99
     empty = P.build_cr_table(np.zeros(0, np.uint32), np.zeros(0, np.uint32))
     assert _look(*empty, keys[:50].view(np.float32), F32(2))[0] == F32(2)
+
+
+def test_the_hash_is_murmurhash3s_finaliser() -> None:
+    # the builder and the lookup share fmix32; against MurmurHash3's fmix32 written out in Python integers
+    def fmix(h: int) -> int:
+        h ^= h >> 16
+        h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+        h ^= h >> 13
+        h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+        return h ^ (h >> 16)
+    ks = np.array([0, 1, 2, 0x7F800000, 0xFFFFFFFF, 0x12345678], dtype=np.uint32)
+    assert P.fmix32_np(ks).tolist() == [fmix(int(k)) for k in ks]
+    assert P.fmix32_np(ks[1:2]).tolist() != [1]
+
+
+def test_clz64_counts_the_leading_zero_bits() -> None:
+    import numba
+
+    @numba.njit
+    def each(vs: Any) -> Any:
+        out = np.empty(vs.size, dtype=np.int64)
+        for i in range(vs.size):
+            out[i] = P.clz64(vs[i])
+        return out
+
+    vs = [0, 1, 2, 3, 2**31, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**64 - 1]
+    vs += [int(v) for v in np.random.default_rng(4).integers(0, 2**63, 200, dtype=np.int64) >> np.arange(200) % 63]
+    assert each(np.array(vs, dtype=np.uint64)).tolist() == [64 - v.bit_length() for v in vs]
 
 
 def test_the_committed_tables_hold_the_correctly_rounded_values() -> None:

@@ -180,6 +180,40 @@ def test_resume_from_part_of_the_chunks_gives_the_same_figures(tmp_path: Path) -
         S.sweep("exp", ["impl"], tmp_path / "a", **dict(kw, chunk=1 << 12))
 
 
+@pytest.mark.parametrize("broken", ["apart", "in place"])
+def test_the_exp_array_twin_counts_a_wrong_call(broken: str, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # the exp entry's twin checks libm.exp_array both ways the kernels call it: a copy wrong in one way only
+    # (the last bit of every result flipped) is counted on every input
+    from bendtorch.impl.kernels import libm
+    good = libm.exp_array
+
+    def wrong(src: Any, dst: Any) -> None:
+        is_inplace = src.ctypes.data == dst.ctypes.data
+        good(src, dst)
+        if is_inplace == (broken == "in place"):
+            dst.view(np.uint32)[:] ^= np.uint32(1)
+    kw: dict[str, Any] = dict(lo=0x3F800000, hi=0x3F800000 + (1 << 11), chunk=1 << 11, workers=1, plot=False,
+                              progress=False)
+    ok = S.sweep("exp", ["impl"], tmp_path / "ok", **kw)
+    assert ok["libraries"]["impl"]["twin"]["bit_differences"] == 0
+    monkeypatch.setattr(libm, "exp_array", wrong)
+    bad = S.sweep("exp", ["impl"], tmp_path / "bad", **kw)
+    assert bad["libraries"]["impl"]["twin"]["bit_differences"] == bad["libraries"]["impl"]["inputs"]
+
+
+def test_a_later_run_merges_its_libraries_in_the_atlas_order_and_keeps_the_plots(tmp_path: Path) -> None:
+    kw: dict[str, Any] = dict(lo=0x3F800000, hi=0x3F800000 + (1 << 12), chunk=1 << 11, workers=1, progress=False)
+    first = S.sweep("exp", ["torch", "numpy"], tmp_path, **kw)
+    assert first["plots"] and all((tmp_path / "exp" / n).exists() for n in first["plots"])
+    later = S.sweep("exp", ["impl"], tmp_path, plot=False, **kw)
+    saved = json.loads(Path(later["json"]).read_text())
+    assert list(saved["libraries"]) == ["impl", "torch", "numpy"]            # ATLAS_LIBS' order, not the runs'
+    assert saved["plots"] == first["plots"]
+    assert saved["libraries"]["torch"] == first["libraries"]["torch"]
+    assert [r["libraries"] for r in saved["runs"]] == [["torch", "numpy"], ["impl"]]
+
+
 @pytest.mark.parametrize("args", [["--sample", "0"], ["--sample", "-5"], ["--workers", "0"], ["--chunk", "0"],
                                   ["--chunk", "48"], ["--lib", "numpy"], ["--lo", "5", "--hi", "5"]])
 def test_bad_numbers_are_usage_errors(args: list[str], tmp_path: Path) -> None:

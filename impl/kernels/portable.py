@@ -237,8 +237,17 @@ def _u2f_t(typingctx: Any, u: Any) -> Any:
     return sig, codegen
 
 
+def _clz64_t(typingctx: Any, v: Any) -> Any:
+    sig = types.int64(types.uint64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.ctlz(args[0], ir.Constant(ir.IntType(1), 0))   # defined at 0: 64
+    return sig, codegen
+
+
 f2u: Any = intrinsic(_f2u_t)   # the bits of a float32 (an LLVM bitcast)
 u2f: Any = intrinsic(_u2f_t)   # the float32 of given bits
+clz64: Any = intrinsic(_clz64_t)   # the leading zero bits of a uint64 (LLVM's ctlz; 64 for 0)
 
 _ZERO = F32(0.0)
 _HALF = F32(0.5)
@@ -320,14 +329,27 @@ _EMPTY = 0xFFFFFFFF
 _M32 = np.uint64(0xFFFFFFFF)
 
 
-def fmix32_np(k: Any) -> Any:
-    """MurmurHash3's 32-bit finaliser (a bijection of 32-bit words) on an array of uint32, as uint64."""
-    h = np.asarray(k, dtype=np.uint64)
-    h = h ^ (h >> np.uint64(16))
+@numba.njit(cache=True, inline="always")
+def fmix32(k: Any) -> Any:
+    """MurmurHash3's 32-bit finaliser (a bijection of 32-bit words), on a uint64 holding a 32-bit word."""
+    h = k ^ (k >> np.uint64(16))
     h = (h * np.uint64(0x85EBCA6B)) & _M32
     h = h ^ (h >> np.uint64(13))
     h = (h * np.uint64(0xC2B2AE35)) & _M32
     return h ^ (h >> np.uint64(16))
+
+
+@numba.njit(cache=True)
+def _fmix32_each(k: Any) -> Any:
+    h = np.empty(k.size, dtype=np.uint64)
+    for i in range(k.size):
+        h[i] = fmix32(np.uint64(k[i]))
+    return h
+
+
+def fmix32_np(k: Any) -> Any:
+    """fmix32 of each word of an array of uint32 (the table builder's hash: the very function cr_fix calls)."""
+    return _fmix32_each(np.ascontiguousarray(k, dtype=np.uint32).reshape(-1))
 
 
 def build_cr_table(keys: Any, vals: Any) -> tuple[Any, Any, Any]:
@@ -407,12 +429,7 @@ COS_KEYS, COS_VALS, COS_DISP = _CR["cos_keys"], _CR["cos_vals"], _CR["cos_disp"]
 def cr_fix(keys: Any, vals: Any, disp: Any, x: np.float32, y: np.float32) -> Any:
     """y, or the table's correctly rounded value when x is one of its inputs (no branch)."""
     xb = f2u(x)
-    h = np.uint64(xb)
-    h = h ^ (h >> np.uint64(16))
-    h = (h * np.uint64(0x85EBCA6B)) & _M32
-    h = h ^ (h >> np.uint64(13))
-    h = (h * np.uint64(0xC2B2AE35)) & _M32
-    h = h ^ (h >> np.uint64(16))
+    h = fmix32(np.uint64(xb))
     s = (h & np.uint64(keys.size - 1)) ^ np.uint64(disp[(h >> np.uint64(16)) & np.uint64(disp.size - 1)])
     return u2f(vals[s]) if keys[s] == xb else y
 
@@ -499,26 +516,38 @@ def exp32(x: np.float32) -> Any:
 _VEC_LO = F32(-87.0)   # exp(x) for x >= this is normal (2^e (u + w) with e >= -126, u >= 1 at e = -126)
 
 
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _exp_lanes(x: np.float32) -> Any:
+    """exp32(x) for x >= -87 without a branch (selects only), so that a loop of it vectorises (the table reads
+    become gathers): raw_exp32's own path through _exp_core and _scale_round's normal case (tiny |x| needs no
+    case of its own there: 1 + x and exp(x) both round to 1), then exp32's table lookup; NaN gives x + x and
+    x > EXP_HI gives +inf as in exp32. An x below -87, whose result may be subnormal or zero, is returned as
+    itself: a negative number, which no result is."""
+    xc = min(max(x, _VEC_LO), EXP_HI)
+    u, w, e = _exp_core(xc, _ZERO)
+    big = e > 126
+    a = pow2(e - 1 if big else e)
+    y = ((u + w) * a) * (_TWO if big else _ONE)
+    y = cr_fix(EXP_KEYS, EXP_VALS, EXP_DISP, x, y)
+    y = _INF if x > EXP_HI else y
+    y = x if x < _VEC_LO else y
+    return x + x if x != x else y
+
+
 @numba.njit(cache=True, error_model="numpy")
 def exp_array(src: Any, dst: Any) -> None:
-    """dst[i] = exp32(src[i]) for every i, the same bits (dst may be src). The first loop has no branch, so LLVM
-    vectorises it (the table reads become gathers): every x >= -87 takes raw_exp32's own path through _exp_core
-    and _scale_round's normal case, written with selects (tiny |x| needs no case of its own there: 1 + x and
-    exp(x) both round to 1), then exp32's table lookup; NaN gives x + x and x > EXP_HI gives +inf as in exp32.
-    An x below -87, whose result may be subnormal or zero, is left in dst as itself (a negative number, which no
-    result is) and the second loop gives it exp32's answer."""
+    """dst[i] = exp32(src[i]) for every i, the same bits (dst may be src; no other overlap). The first loop is
+    _exp_lanes over the row, which LLVM vectorises; the second gives the numbers below -87 (left negative)
+    exp32's answer. In place (the row kernels' usual call) the loop reads and writes one array: as two arrays
+    that might overlap, LLVM would check at run time, find them equal and run the loop scalar (11.5 ns a number
+    against 3)."""
     n = src.size
-    for i in range(n):
-        x = src[i]
-        xc = min(max(x, _VEC_LO), EXP_HI)
-        u, w, e = _exp_core(xc, _ZERO)
-        big = e > 126
-        a = pow2(e - 1 if big else e)
-        y = ((u + w) * a) * (_TWO if big else _ONE)
-        y = cr_fix(EXP_KEYS, EXP_VALS, EXP_DISP, x, y)
-        y = _INF if x > EXP_HI else y
-        y = x if x < _VEC_LO else y
-        dst[i] = x + x if x != x else y
+    if src.ctypes.data == dst.ctypes.data:
+        for i in range(n):
+            dst[i] = _exp_lanes(dst[i])
+    else:
+        for i in range(n):
+            dst[i] = _exp_lanes(src[i])
     for i in range(n):
         if dst[i] < _ZERO:
             dst[i] = exp32(dst[i])
@@ -643,16 +672,12 @@ _PIO4 = F32(0.7853981)        # below pi/4: no reduction
 _M32 = np.uint64(0xFFFFFFFF)
 
 
-@numba.njit(cache=True)
-def _clz64(v: np.uint64) -> Any:
-    n = 0
-    if v == np.uint64(0):
-        return 64
-    for s in (32, 16, 8, 4, 2, 1):
-        if v >> np.uint64(64 - s) == np.uint64(0):
-            n += s
-            v = v << np.uint64(s)
-    return n
+@numba.njit(cache=True, inline="always")
+def _word_at(k: Any, sh: Any) -> Any:
+    """The 32 bits of 2/pi from bit 32 k + sh + 1 on (words k and k + 1 of TWO_OVER_PI, shifted by sh)."""
+    hi = TWO_OVER_PI[k]
+    lo = TWO_OVER_PI[k + 1]
+    return ((hi << np.uint64(sh)) | (lo >> np.uint64(32 - sh))) & _M32 if sh else hi
 
 
 @numba.njit(cache=True)
@@ -666,16 +691,14 @@ def _reduce(a: np.float32) -> Any:
     # 96 bits of 2/pi from bit i0 (bit 1 = the 2^-1 place), from the 32-bit words
     wpos = (i0 - 1) >> 5
     sh = (i0 - 1) & 31
-    w = [np.uint64(0), np.uint64(0), np.uint64(0)]
-    for k in range(3):
-        hi = TWO_OVER_PI[wpos + k]
-        lo = TWO_OVER_PI[wpos + k + 1]
-        w[k] = ((hi << np.uint64(sh)) | (lo >> np.uint64(32 - sh))) & _M32 if sh else hi
-    p2 = m * w[2]
+    w0 = _word_at(wpos, sh)
+    w1 = _word_at(wpos + 1, sh)
+    w2 = _word_at(wpos + 2, sh)
+    p2 = m * w2
     l2 = p2 & _M32
-    p1 = m * w[1] + (p2 >> np.uint64(32))
+    p1 = m * w1 + (p2 >> np.uint64(32))
     l1 = p1 & _M32
-    p0 = m * w[0] + (p1 >> np.uint64(32))     # the product = p0 2^64 + l1 2^32 + l2
+    p0 = m * w0 + (p1 >> np.uint64(32))       # the product = p0 2^64 + l1 2^32 + l2
     lo64 = (l1 << np.uint64(32)) | l2
     s = i0 + 95 - q                             # fraction bits of the product, in [94, 120]
     t = s - 64
@@ -693,7 +716,7 @@ def _reduce(a: np.float32) -> Any:
         neg = True
     if fh == np.uint64(0):                    # never for a float32 input (its fraction is far above 2^-64)
         fh, fl = fl, np.uint64(0)
-    n = _clz64(fh)
+    n = clz64(fh)
     if n > 0:
         fh = (fh << np.uint64(n)) | (fl >> np.uint64(64 - n))
         fl = fl << np.uint64(n)
