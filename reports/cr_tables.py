@@ -51,12 +51,8 @@ def build(out: Path, workers: int, progress: bool = True) -> dict[str, Any]:
 
 
 def write(path: Path, tables: dict[str, Any]) -> None:
-    """The tables to `path` as plain little-endian uint32 arrays (compressed .npz), atomically: a temporary file
-    in the same folder, renamed."""
-    tmp = path.with_name(f".{path.name}.tmp.npz")
-    arrays: dict[str, Any] = {k: np.ascontiguousarray(v).astype("<u4") for k, v in tables.items()}
-    np.savez_compressed(tmp, **arrays)
-    os.replace(tmp, path)
+    """The tables to `path` as plain little-endian uint32 arrays (compressed .npz), atomically."""
+    S.save_npz_atomic(path, {k: np.ascontiguousarray(v).astype("<u4") for k, v in tables.items()})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -280,7 +280,8 @@ class Entry:
     """One function: its float64 reference with scale (see the module docstring), its symmetry (ODD, EVEN or 0),
     the libraries that implement it (names of LIBRARIES' makers), and optionally pieces of the float32 line
     (a compiled classifier of x and the pieces' names) for figures per piece; `twins` names, for a library, a
-    second implementation whose bits it must equal (a port checked on every input); `claims` states, for a
+    second implementation whose bits it must equal (a port checked on every input; the twin may return one row per
+    way of calling it, an input counting once if any row differs); `claims` states, for a
     library, published figures to confirm or refute: max_ulp_at_most, correctly_rounded_fraction (value,
     tolerance), within_one_ulp_fraction, nan_in_nan_out (with their source). `half_x_ties` marks a function
     f(x) = (x/2)(1 + g(x)) with g odd, of the sign of x and |g(x)| <= 2|x| (SiLU, both GELUs): its ties at x/2 are
@@ -547,14 +548,12 @@ def make_lib(func: str, lib: str) -> Callable[[Any], Any]:
         from bendtorch.impl.kernels import libm
 
         def run(x: Any) -> Any:
-            # both calls the kernels make, apart and in place; a number counts as a difference if either gives
-            # other bits than exp32 (the one that does is returned)
-            out = np.empty_like(x)
-            libm.exp_array(x, out)
-            inplace = np.array(x, dtype=np.float32, copy=True)
-            libm.exp_array(inplace, inplace)
-            want = _map1(libm.exp32, x)
-            return np.where(out.view(np.uint32) != want.view(np.uint32), out, inplace)
+            # both calls the kernels make, one row each: apart, and in place
+            out = np.empty((2, x.size), dtype=np.float32)
+            libm.exp_array(x, out[0])
+            out[1] = x
+            libm.exp_array(out[1], out[1])
+            return out
         return run
     if lib == "torch_gelu_erf_aten":
         from bendtorch.reports.torch_erf import erf_as_np
@@ -765,10 +764,13 @@ def _pieces(piece_of: Any, bits: Any, out: Any) -> None:
 
 @numba.njit(cache=True)
 def _twin_diff(a: Any, b: Any) -> int:
+    """The inputs i where some row of b (one per call of the twin) has other bits than a[i] (NaN = NaN)."""
     nd = 0
     for i in range(a.size):
-        if _f2u(a[i]) != _f2u(b[i]) and not (a[i] != a[i] and b[i] != b[i]):
-            nd += 1
+        for j in range(b.shape[0]):
+            if _f2u(a[i]) != _f2u(b[j, i]) and not (a[i] != a[i] and b[j, i] != b[j, i]):
+                nd += 1
+                break
     return nd
 
 
@@ -901,7 +903,7 @@ def process_bits(func: str, libs: tuple[str, ...], bits: Any) -> dict[str, dict[
         k = int(min(miss_n[0], MISS_CAP))
         acc["miss"], acc["miss_want"], acc["miss_n"] = miss[:k].copy(), miss_want[:k].copy(), miss_n.copy()
         if lib in ent.twins:
-            acc["twin_diff"][0] = _twin_diff(r, _lib_fn(func, ent.twins[lib])(xs))
+            acc["twin_diff"][0] = _twin_diff(r, np.atleast_2d(_lib_fn(func, ent.twins[lib])(xs)))
         acc["hard_bits"] = ref.hard_bits
         acc["hard_flip"] = ref.hard_flip
         acc["hard_f64_err"] = np.array([ref.f64_err])
@@ -1080,7 +1082,8 @@ def _chunk_path(d: Path, lo: int) -> Path:
     return d / f"chunk_{lo:08x}.npz"
 
 
-def _save_atomic(path: Path, acc: dict[str, Any]) -> None:
+def save_npz_atomic(path: Path, acc: dict[str, Any]) -> None:
+    """Arrays into a compressed .npz at path, atomically: a temporary file beside it, fsync, rename."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as fh:
         np.savez_compressed(fh, **acc)
@@ -1123,7 +1126,7 @@ def sweep_range(out: Path, func: str, libs: list[str], lo: int, hi: int, chunk: 
     def save(i: int, accs: dict[str, dict[str, Any]]) -> None:
         s = tasks[i][2][0]
         for lib, acc in accs.items():
-            _save_atomic(_chunk_path(dirs[lib], s), acc)
+            save_npz_atomic(_chunk_path(dirs[lib], s), acc)
 
     execute(tasks, workers, dask, save, progress, f"sweep {func}")
     res = {}
