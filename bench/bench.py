@@ -24,7 +24,6 @@ import gc
 import json
 import os
 import pathlib
-import platform
 import resource
 import statistics
 import sys
@@ -32,6 +31,8 @@ import time
 from typing import Any, Callable
 
 import numpy as np
+
+SCHEMA_VERSION = 1  # the layout of the bench's JSON (records/schemas/bench.schema.json)
 
 
 def _reset_peak() -> bool:
@@ -213,11 +214,9 @@ def bench(models: tuple[str, ...] = ("tiny", "smol"), repeats: int | None = None
     if threads is not None:
         numba.set_num_threads(min(threads, int(getattr(numba.config, "NUMBA_NUM_THREADS"))))
         torch.set_num_threads(threads)
+    from bendtorch.records.machine import machine
     res: dict[str, Any] = {
-        "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-                    "cpus": os.cpu_count(), "numba_threads": numba.get_num_threads(),
-                    "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
-                    "numpy": np.__version__, "numba": numba.__version__},
+        "schema_version": SCHEMA_VERSION, "machine": machine(["torch"]),
         "load_average_at_start": list(os.getloadavg()),
         "peak_rss_kind": "VmHWM per library" if _reset_peak() else "ru_maxrss (cumulative)",
         "results": []}
@@ -257,7 +256,7 @@ def bench(models: tuple[str, ...] = ("tiny", "smol"), repeats: int | None = None
     for g in res["goals"]:
         print(f"  {g['work']:28} {g['goal']:28} {g['value']:9.3f}  {'met' if g['met'] else 'NOT met'}")
     if json_path is not None:
-        from bendtorch.impl.checkpoint import write_atomic
-        write_atomic(json_path, json.dumps(res, indent=1).encode())
+        from bendtorch.records.durable import write_json
+        write_json(json_path, res)
         print(f"wrote {json_path}")
     return res

@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="bendtorch",
         description="Verification-first research harness for BendTorch's float32 library: impl/ against the "
                     "float64 oracle and PyTorch, to the ulp.")
+    from bendtorch import __version__
+    parser.add_argument("--version", action="version", version=f"bendtorch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, (module, help_text) in COMMANDS.items():

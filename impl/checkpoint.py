@@ -34,6 +34,7 @@ import numpy.typing as npt
 from bendtorch.impl.protocol import (Layer, Mat, NoMom, OneMom, Packed, PLeaf, PLeafV, PNew, PNode, PTree, TwoMom,
                            structure_diff)
 from bendtorch.impl.train import Train, train_new
+from bendtorch.records.durable import TMP_PREFIX, fsync_dir, output_mode, write_bytes
 
 P = TypeVar("P")
 F32 = np.float32
@@ -48,39 +49,6 @@ class CheckpointError(ValueError):
 # ---------------------------------------------------------------------------------------------------------------
 # writing
 # ---------------------------------------------------------------------------------------------------------------
-
-
-TMP_PREFIX = ".tmp-"  # every temporary file or folder this module writes starts with it (see remove_stale)
-
-
-def output_mode(directory: bool = False) -> int:
-    """The mode a file (or folder) created with open() (mkdir) gets under the process's umask."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return (0o777 if directory else 0o666) & ~mask
-
-
-def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """data into path, atomically: a temporary file in the same folder, fsync, rename over path, fsync the folder."""
-    target = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX + os.path.basename(target) + "-", dir=folder)
-    try:
-        os.chmod(tmp, output_mode())  # mkstemp makes 0600; an output gets the mode open() would give it
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    dfd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
 
 
 def _f32_bytes(a: npt.NDArray[Any]) -> bytes:
@@ -138,7 +106,7 @@ def train_dump(m: Layer[P, Any, Any, Any], tr: Train[P]) -> npt.NDArray[np.float
 
 def train_save(m: Layer[P, Any, Any, Any], path: str | os.PathLike[str], tr: Train[P]) -> Train[P]:
     """Train.save (line 3344): the layout train_dump gives, written atomically; the state comes back unchanged."""
-    write_atomic(path, _f32_bytes(train_dump(m, tr)))
+    write_bytes(path, _f32_bytes(train_dump(m, tr)))
     return tr
 
 
@@ -146,7 +114,7 @@ def params_save(m: Layer[P, Any, Any, Any], path: str | os.PathLike[str], p: P) 
     """Params.save (line 3295): every parameter in dump order (count numbers), atomically."""
     xs = np.zeros(m.count(), F32)
     m.store(p, xs, 0)
-    write_atomic(path, _f32_bytes(xs))
+    write_bytes(path, _f32_bytes(xs))
     return p
 
 
@@ -378,14 +346,6 @@ def _seal(body: dict[str, Any]) -> bytes:
     return _canonical({**body, "manifest_sha256": hashlib.sha256(_canonical(body)).hexdigest()})
 
 
-def _fsync_dir(folder: str) -> None:
-    dfd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
-
-
 def _write_synced(path: str, data: bytes) -> None:
     with open(path, "wb") as f:
         f.write(data)
@@ -422,7 +382,7 @@ def save_checkpoint(m: Layer[P, Any, Any, Any], cfg: Any, tr: Train[P], path: st
         for name, blob in ((STATE_FILE, data), (MANIFEST_FILE, _seal(body))):
             _write_synced(os.path.join(tmp, name), blob)
             os.chmod(os.path.join(tmp, name), output_mode())
-        _fsync_dir(tmp)
+        fsync_dir(tmp)
         if not os.path.lexists(target):
             os.rename(tmp, target)  # fails rather than merge if another writer got there first
         elif _exchange(tmp, target):
@@ -436,7 +396,7 @@ def save_checkpoint(m: Layer[P, Any, Any, Any], cfg: Any, tr: Train[P], path: st
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _fsync_dir(parent)
+    fsync_dir(parent)
     return target
 
 

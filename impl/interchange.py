@@ -23,7 +23,7 @@ from typing import Any, Callable, cast
 import numpy as np
 import numpy.typing as npt
 
-from bendtorch.impl.checkpoint import write_atomic
+from bendtorch.records.durable import write_bytes
 from bendtorch.impl.llama import Model, named
 
 F32 = np.float32
@@ -60,7 +60,7 @@ def save_safetensors(model: Model, p: Any, path: str | os.PathLike[str]) -> None
     """A safetensors file in Hugging Face's naming (the tied head left out, as Hugging Face saves tied models),
     written atomically."""
     from safetensors.numpy import save
-    write_atomic(path, save(state_dict(model, p, with_head=False), metadata={"format": "pt"}))
+    write_bytes(path, save(state_dict(model, p, with_head=False), metadata={"format": "pt"}))
 
 
 def _as_f32(name: Any, v: Any, where: str) -> npt.NDArray[np.float32]:

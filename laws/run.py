@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import platform
 import time
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 
 LAWS_DIR = pathlib.Path(__file__).resolve().parent
 CONFORMANCE = "test_targets"  # the module of the laws every target is held to
+SCHEMA_VERSION = 1  # the layout of `bendtorch laws --json`'s document (records/schemas/laws.schema.json)
 
 
 def _is_assertion(e: BaseException) -> bool:
@@ -106,12 +106,6 @@ def run_laws(profile: str, select: str | None = None, quiet: bool = True, target
     return rows
 
 
-def machine() -> dict[str, Any]:
-    """The machine a result was measured on."""
-    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(), "python": platform.python_version()}
-
-
 def _inputs(ce: dict[str, Any]) -> str:
     """The counterexample's inputs in brief: arrays by shape, scalars by value."""
     out = []
@@ -178,10 +172,12 @@ def run_and_print(profile: str, select: str | None = None, json_path: pathlib.Pa
     print(", ".join(f"{v} {k}" for k, v in counts.items() if v or k in ("passed", "failed")) +
           f" ({seconds:.1f} s, profile {profile}, target {target}" + (f" {device}" if device != "cpu" else "") + ")")
     if json_path is not None:
-        from bendtorch.impl.checkpoint import write_atomic
-        doc = {"profile": profile, "target": target, "device": device, "seconds": round(seconds, 1),
-               "targets": [describe(target, device, tf32) for tf32 in runs], "machine": machine(), "rows": rows}
-        write_atomic(json_path, json.dumps(doc, indent=1).encode())
+        from bendtorch.records.durable import write_json
+        from bendtorch.records.machine import PROBES, machine
+        doc = {"schema_version": SCHEMA_VERSION, "profile": profile, "target": target, "device": device,
+               "seconds": round(seconds, 1), "targets": [describe(target, device, tf32) for tf32 in runs],
+               "machine": machine([target] if target in PROBES else []), "rows": rows}
+        write_json(json_path, doc)
     return exit_code(rows, target)
 
 
@@ -197,6 +193,7 @@ def conformance_markdown(results: list[dict[str, Any]]) -> str:
     per target and device): a row per conformance law, a column per target (holds / fails / n/a / not run), then
     the targets' versions and machine, every failure's smallest counterexample, and every reason a law was not
     applicable or not run."""
+    from bendtorch.records.machine import describe as describe_machine
     labels: list[str] = []
     cells: dict[tuple[str, str], dict[str, Any]] = {}
     laws: list[tuple[str, str]] = []
@@ -221,8 +218,7 @@ def conformance_markdown(results: list[dict[str, Any]]) -> str:
             vers = ", ".join(f"{k} {v}" for k, v in d.get("versions", {}).items())
             why = f" not run: {d['not_run']}" if "not_run" in d else ""
             out.append(f"- {d['target']}: {vers}{why} (profile {doc.get('profile')}, {doc.get('seconds')} s; "
-                       f"{doc.get('machine', {}).get('platform', '')}, {doc.get('machine', {}).get('cpus', '?')} "
-                       f"CPUs)")
+                       f"measured on {describe_machine(doc.get('machine'))})")
     fails = [(k, r) for k, r in cells.items() if r["result"] in ("failed", "error")]
     if fails:
         out += ["", "Smallest counterexamples found (inputs' bits and the seed that regenerates them are in the "
@@ -252,12 +248,12 @@ def load_results(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 def write_conformance(folder: str | os.PathLike[str]) -> pathlib.Path:
     """Write folder/CONFORMANCE.md (atomically): the conformance table of the JSON documents in folder."""
-    from bendtorch.impl.checkpoint import write_atomic
+    from bendtorch.records.durable import write_text
     out = pathlib.Path(folder) / "CONFORMANCE.md"
     head = ("# Conformance: the laws held against impl, PyTorch and JAX\n\n"
             "Each document here was written by `bendtorch laws --target T [--device D] --json T.json` (profile ci); "
             "this table by `bendtorch.laws.run.write_conformance`. holds: no counterexample in the examples tried; "
             "**fails**: the smallest counterexample hypothesis found is below and, with the inputs' bits, in the "
             "JSON.\n\n")
-    write_atomic(out, (head + conformance_markdown(load_results(folder))).encode())
+    write_text(out, head + conformance_markdown(load_results(folder)))
     return out

@@ -59,6 +59,7 @@ CLAIM = "1-b2 (F32) | recursion, same c2"      # the seed's claim: c2 = 1 - b2 i
 CONST = "0.001 | recursion, same c2"           # impl today: the constant, the same recursion
 
 # %%
+from bendtorch.records.machine import impl_digest
 from bendtorch.reference import adam_c2, trio
 
 F32 = np.float32
@@ -74,7 +75,7 @@ study = live if FULL or committed is None else committed
 same = committed is not None and all(
     live["runs"][k][p] == committed["runs"][k][p] for k in live["runs"] for p in live["runs"][k])
 print("the live runs equal the committed study's, bit for bit:", same)
-if committed is not None and committed.get("impl_fingerprint") != trio.impl_fingerprint():
+if committed is not None and committed.get("impl_fingerprint") != impl_digest():
     print("impl's source differs from the one the committed study was measured with: rerun its command,",
           committed["command"])
 

@@ -54,6 +54,7 @@ LR = 1e-3                    # PyTorch's AdamW default
 SEEDS = list(range(8)) if FULL else [0]   # small: one seed live; the distribution over 8 from the committed study
 
 # %%
+from bendtorch.records.machine import impl_digest
 from bendtorch.reference import bf16_drift, trio
 
 with U.Timer() as tm:
@@ -63,7 +64,7 @@ committed = U.finding("bf16_drift")
 study = live if FULL or committed is None else committed
 same = committed is not None and all(live["curves"][s] == committed["curves"][s] for s in live["curves"])
 print("the live runs equal the committed study's, bit for bit:", same)
-if committed is not None and committed.get("impl_fingerprint") != trio.impl_fingerprint():
+if committed is not None and committed.get("impl_fingerprint") != impl_digest():
     print("impl's source differs from the one the committed study was measured with: rerun its command,",
           committed["command"])
 

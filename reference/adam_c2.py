@@ -35,6 +35,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from bendtorch.records.machine import impl_digest
 from bendtorch.oracle.hyper import one_minus, one_minus_pow
 from bendtorch.reference import trio
 
@@ -237,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.seeds < 1 or a.steps < 1:
         print("adam_c2: error: --seeds and --steps must be >= 1", file=sys.stderr)
         return 2
-    fp = trio.impl_fingerprint()  # impl's source when the run starts
+    fp = impl_digest()  # impl's source when the run starts
     r = study(range(a.seeds), a.lrs, a.steps, progress=lambda s: print(s, file=sys.stderr, flush=True))
     r["command"] = "python -m bendtorch.reference.adam_c2 " + " ".join(argv if argv is not None else sys.argv[1:])
     r["impl_fingerprint"] = fp

@@ -11,6 +11,7 @@ import pathlib
 import sys
 from typing import Any, Callable, Sequence
 
+from bendtorch.records.machine import impl_digest
 from bendtorch.reference import trio
 
 
@@ -71,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.seeds < 1 or a.steps < 1:
         print("bf16_drift: error: --seeds and --steps must be >= 1", file=sys.stderr)
         return 2
-    fp = trio.impl_fingerprint()  # impl's source when the run starts
+    fp = impl_digest()  # impl's source when the run starts
     r = study(range(a.seeds), a.steps, a.lr, progress=lambda s: print(s, file=sys.stderr, flush=True))
     r["command"] = "python -m bendtorch.reference.bf16_drift " + " ".join(argv if argv is not None else sys.argv[1:])
     r["impl_fingerprint"] = fp

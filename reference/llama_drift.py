@@ -15,6 +15,7 @@ from __future__ import annotations
 import pathlib
 from typing import Any, Sequence
 
+from bendtorch.records.machine import impl_digest
 from bendtorch.reference import trio
 
 
@@ -117,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.seeds < 1 or a.steps < 1:
         print("llama_drift: error: --seeds and --steps must be >= 1", file=sys.stderr)
         return 2
-    fp = trio.impl_fingerprint()  # impl's source when the run starts
+    fp = impl_digest()  # impl's source when the run starts
     r = drift_over_seeds(range(a.seeds), a.steps, lr=a.lr)
     r["command"] = "python -m bendtorch.reference.llama_drift " + " ".join(argv if argv is not None else sys.argv[1:])
     r["impl_fingerprint"] = fp

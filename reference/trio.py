@@ -265,43 +265,19 @@ def drift_study(variants: Mapping[str, Callable[[LlamaSetup, AdamWHP], Run]], se
 
 def save_figure(figure: Callable[[dict[str, Any]], Any], r: dict[str, Any], path: pathlib.Path,
                 dpi: int = 110) -> None:
-    """figure(r) written to path as PNG, without a display."""
+    """figure(r) written to path as PNG (atomically), without a display."""
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from bendtorch.records.durable import save_figure as save
 
-    fig = figure(r)
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
+    save(figure(r), path, dpi)
 
 
 def write_study(r: dict[str, Any], out: pathlib.Path, figure: Callable[[dict[str, Any]], Any],
                 dpi: int = 110) -> None:
-    """A study's result as OUT.json (written atomically) and its figure as OUT.png."""
+    """A study's result as OUT.json (written atomically, with the machine record) and its figure as OUT.png."""
     from bendtorch.reference.findings import write_json
 
     write_json(r, out.with_suffix(".json"))
     save_figure(figure, r, out.with_suffix(".png"), dpi)
-
-
-def impl_fingerprint() -> str:
-    """sha256 of impl's source files (every .py under bendtorch.impl, by relative path, and its data: the portable
-    functions' exception tables): a committed figure made from one fingerprint is reproduced bit for bit by the same
-    one; another fingerprint may have other bits."""
-    import hashlib
-    from importlib import resources
-
-    h = hashlib.sha256()
-    root = resources.files("bendtorch.impl")
-
-    def walk(d: Any, rel: str) -> None:
-        for e in sorted(d.iterdir(), key=lambda e: e.name):
-            if e.is_dir() and e.name != "__pycache__":
-                walk(e, f"{rel}{e.name}/")
-            elif e.name.endswith((".py", ".npz")):
-                h.update(f"{rel}{e.name}\n".encode())
-                h.update(e.read_bytes())
-
-    walk(root, "")
-    return h.hexdigest()

@@ -25,34 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 DEFAULT_OUT = Path("reports/out")
-SCHEMA_VERSION = 2  # report.json's layout; report.schema.json describes it
-
-
-# ---- the machine -----------------------------------------------------------------------------------------------
-
-def machine() -> dict[str, Any]:
-    import numpy as np
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    info: dict[str, Any] = {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform(),
-                            "python": platform.python_version(), "numpy": np.__version__}
-    for mod in ("numba", "mpmath", "matplotlib"):
-        try:
-            info[mod] = __import__(mod).__version__
-        except Exception:  # noqa: BLE001 - a missing optional module is reported, not fatal
-            info[mod] = "not installed"
-    try:
-        from bendtorch.reference.torch_ref import torch_info
-        info.update(torch_info())
-    except Exception as e:  # noqa: BLE001
-        info["torch"] = f"unavailable: {e}"
-    return info
+SCHEMA_VERSION = 3  # report.json's layout (records/schemas/report.schema.json)
 
 
 # ---- plots -----------------------------------------------------------------------------------------------------
@@ -86,8 +59,8 @@ def plot_op(name: str, res: dict[str, Any], path: Path) -> None:
         ax.tick_params(labelsize=7)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    from bendtorch.records.durable import save_figure
+    save_figure(fig, path, dpi=90)
 
 
 # ---- the erf sweep's sample ------------------------------------------------------------------------------------
@@ -270,8 +243,9 @@ def markdown(rep: dict[str, Any]) -> str:
     L.append("# bendtorch reference report\n")
     L.append(f"Command: `{rep['command']}`  ")
     L.append(f"Mode: {rep['mode']}; {rep['seconds']:.1f} s; written {rep['written']}\n")
-    m = rep["machine"]
-    L.append("Machine: " + ", ".join(f"{k} {v}" for k, v in m.items()) + "\n")
+    from bendtorch.records.machine import describe
+    L.append(f"Measured on: {describe(rep['machine'], ['torch', 'numpy', 'numba'])} (every figure about PyTorch "
+             "below is a fact of this machine; impl's are the same on every machine).\n")
     n_ok = sum(r["pass"] for r in rep["rows"])
     L.append(f"**{n_ok} of {len(rep['rows'])} rows pass.** Errors are ulps against the float64 oracle "
              "(oracle/ulp.py): element-wise max / p99 / median over every value of every case; `norm` is the "
@@ -339,7 +313,7 @@ def markdown(rep: dict[str, Any]) -> str:
     if f.get("status") == "ok":
         made = ", ".join(f"`{r.get('command')}` ({r.get('seconds') or 0:.0f} s)" for r in f["runs"])
         L.append(f"From `{f['json']}`, made by {made} on "
-                 f"{', '.join(f'{k} {v}' for k, v in (f['machine'] or {}).items())}. "
+                 f"{describe(f['machine'], ['torch'])}. "
                  f"{f['inputs']:,} inputs, {f['finite_inputs']:,} finite. Hard cases decided by mpmath: "
                  f"{f['hard_cases'].get('count')} {f['hard_cases'].get('counted_over', '')} (the float64 rounding "
                  f"was wrong on {f['hard_cases'].get('float64_rounding_was_wrong')}).\n")
@@ -405,7 +379,7 @@ def markdown(rep: dict[str, Any]) -> str:
 def report(out: Path = DEFAULT_OUT, quick: bool = False, erf_sample_n: int | None = None, plots: bool = True,
            only: list[str] | None = None, quiet: bool = False, drift: bool = True, laws: bool = True,
            erf_full_json: Path | None = None, command: str = "bendtorch report") -> dict[str, Any]:
-    """Run the comparisons and write out/report.json (SCHEMA_VERSION, checked against report.schema.json) and
+    """Run the comparisons and write out/report.json (SCHEMA_VERSION, records/schemas/report.schema.json) and
     out/REPORT.md. only: op names from reference.ops.OPS (an unknown name is a ValueError, before any work).
     erf_sample_n: the erf sweep's sample size (default 20000, 2000 when quick; 0 skips it). Returns the report."""
     import numpy as np
@@ -423,7 +397,8 @@ def report(out: Path = DEFAULT_OUT, quick: bool = False, erf_sample_n: int | Non
     if plots_dir is not None:
         plots_dir.mkdir(exist_ok=True)
     ops = [o for o in OPS if not only or o.name in only]
-    mach = machine()
+    from bendtorch.records.machine import machine
+    mach = machine(["torch", "mpmath", "matplotlib"])
     rows, errors = run_ops(ops, quick, plots_dir, quiet)
 
     model: Any
@@ -467,34 +442,11 @@ def report(out: Path = DEFAULT_OUT, quick: bool = False, erf_sample_n: int | Non
            "optimizer_study": study_md, "optimizer_study_rows": study_json, "erf": erf, "erf_full": full,
            "drift": drift_res, "laws": law_res, "conformance": conformance, "atlas": atlas, "findings": findings,
            "all_pass": bool(rows) and all(r["pass"] for r in rows) and not errors}
-    rep: dict[str, Any] = json.loads(json.dumps(draft, default=_json_default))  # as written, as the schema sees it
-    from bendtorch.impl.checkpoint import write_atomic
-    write_atomic(out / "report.json", json.dumps(rep, indent=1).encode())
-    write_atomic(out / "REPORT.md", markdown(rep).encode())
+    from bendtorch.records.durable import as_json, write_json, write_text
+    rep: dict[str, Any] = as_json(draft)  # as written, as the schema sees it
+    write_json(out / "report.json", rep)
+    write_text(out / "REPORT.md", markdown(rep))
     n_ok = sum(r["pass"] for r in rows)
     print(f"{n_ok} of {len(rows)} rows pass; {len(errors)} errors; {rep['seconds']:.1f} s -> "
           f"{out / 'REPORT.md'}, {out / 'report.json'}")
     return rep
-
-
-def schema() -> dict[str, Any]:
-    """The JSON Schema of report.json (report.schema.json, shipped beside this module)."""
-    from importlib import resources
-    doc = json.loads(resources.files(__package__ or "bendtorch.reports").joinpath("report.schema.json").read_text())
-    assert isinstance(doc, dict)
-    return doc
-
-
-def _json_default(o: Any) -> Any:
-    import numpy as np
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.bool_):
-        return bool(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, Path):
-        return str(o)
-    return str(o)

@@ -47,7 +47,8 @@ from bendtorch.oracle.erf import mid_f32
 from bendtorch.oracle.ulp import ulp32_1, ulp_error1_u
 from bendtorch.reports.torch_erf import f2u, u2f
 
-VERSION = 1
+VERSION = 1          # the chunk files' layout
+SCHEMA_VERSION = 1   # a sweep JSON's layout (records/schemas/sweep.schema.json)
 FULL_HI = 1 << 31
 REL_MARGIN = 2.0 ** -46   # the float64 error allowed for, relative to the entry's scale s
 OVERFLOW_EDGE = 2.0 ** 128 - 2.0 ** 103  # float32 rounding sends |y| >= this to infinity
@@ -1083,13 +1084,9 @@ def _chunk_path(d: Path, lo: int) -> Path:
 
 
 def save_npz_atomic(path: Path, acc: dict[str, Any]) -> None:
-    """Arrays into a compressed .npz at path, atomically: a temporary file beside it, fsync, rename."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        np.savez_compressed(fh, **acc)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """Arrays into a compressed .npz at path, atomically (records.durable)."""
+    from bendtorch.records.durable import write_npz
+    write_npz(path, acc)
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -1113,8 +1110,10 @@ def sweep_range(out: Path, func: str, libs: list[str], lo: int, hi: int, chunk: 
             if old != manifest:
                 raise UsageErrorLike(f"{d} holds chunks of another sweep ({old}); use --fresh or another --out")
         else:
-            mpath.write_text(json.dumps(manifest))
-        for tmp in d.glob(".chunk_*.tmp"):
+            from bendtorch.records.durable import write_json as write
+            write(mpath, manifest)
+        from bendtorch.records.durable import TMP_PREFIX
+        for tmp in d.glob(TMP_PREFIX + "chunk_*"):
             tmp.unlink()
         dirs[lib] = d
     for group in lib_groups(libs):
@@ -1282,7 +1281,7 @@ def build_report(func: str, tots: dict[str, dict[str, Any]], mode: str, command:
         "title": ent.title,
         "mode": mode,
         "command": command,
-        "machine": machine(workers),
+        "machine": machine(workers, tots),
         "reference": ("float64 formula (glibc) rounded to float32, every input within 2^-46 of its scale from a "
                       "float32 rounding boundary decided by mpmath"),
         "symmetry": {ODD: "odd", EVEN: "even"}.get(ent.sym),
@@ -1316,14 +1315,12 @@ def check_claims(claims: dict[str, Any], f: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def machine(workers: int | str) -> dict[str, Any]:
-    """The machine, the C library, the versions of what was measured."""
-    import torch
+def machine(workers: int | str, libs: Iterable[str] = ()) -> dict[str, Any]:
+    """The machine record (records.machine) with the measured libraries' facts and the workers."""
+    from bendtorch.records.machine import machine as record
 
-    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(), "workers": workers, "python": platform.python_version(),
-            "c_library": "%s %s" % platform.libc_ver(), "numpy": np.__version__, "torch": torch.__version__,
-            "numba": numba.__version__}
+    probes = {lib.split("_")[0] for lib in libs} & {"torch", "numpy", "clib"}
+    return record(sorted(probes), workers=workers)
 
 
 def plots(func: str, tots: dict[str, dict[str, Any]], out: Path, title: str, kind: str = "full") -> list[str]:
@@ -1368,25 +1365,14 @@ def plots(func: str, tots: dict[str, dict[str, Any]], out: Path, title: str, kin
     fig.suptitle(f"{ENTRIES[func].title}: ulp error against the correctly rounded float32 ({title})")
     fig.tight_layout()
     name = f"{func}_ulp_{kind}.png"
-    fig.savefig(out / name, dpi=100)
-    plt.close(fig)
+    from bendtorch.records.durable import save_figure
+    save_figure(fig, out / name, dpi=100)
     return [name]
 
 
-def _json_default(o: Any) -> Any:
-    if isinstance(o, np.bool_):
-        return bool(o)
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    raise TypeError(f"not JSON: {type(o)}")
-
-
 def write_json(path: Path, rep: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(rep, indent=1, default=_json_default))
-    os.replace(tmp, path)
+    from bendtorch.records.durable import write_json as write
+    write(path, {"schema_version": SCHEMA_VERSION, **rep})
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -1440,10 +1426,9 @@ def sweep(func: str, libs: list[str] | None, out: Path, sample: int | None = Non
 
 def write_atlas(out: Path) -> Path:
     """OUT/ATLAS.md: the atlas table of every function swept into OUT so far (rewritten after each sweep)."""
+    from bendtorch.records.durable import write_text
     path = Path(out) / "ATLAS.md"
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(atlas_markdown(Path(out), link_prefix="."))
-    os.replace(tmp, path)
+    write_text(path, atlas_markdown(Path(out), link_prefix="."))
     return path
 
 
@@ -1556,9 +1541,9 @@ def atlas_markdown(results_dir: Path, link_prefix: str | None = None) -> str:
         L.append("\nTwins, two implementations that must give the same bits:\n")
         L += [f"- {t}" for t in twins]
     if meta:
-        L.append(f"\nMachine: {meta.get('platform')}, {meta.get('processor')}; C library {meta.get('c_library')}; "
-                 f"torch {meta.get('torch')}, numpy {meta.get('numpy')}, numba {meta.get('numba')}. Libraries: "
-                 + "; ".join(f"{k}: {v}" for k, v in LIB_NOTES.items()) + ".\n")
+        from bendtorch.records.machine import describe
+        L.append(f"\nMeasured on: {describe(meta, ['torch', 'numpy', 'clib'])}; C library {meta.get('c_library')}. "
+                 "Libraries: " + "; ".join(f"{k}: {v}" for k, v in LIB_NOTES.items()) + ".\n")
     if commands:
         L.append("Commands: " + ", ".join(f"`{c}`" for c in dict.fromkeys(commands)) + "\n")
     L += [f"![{p}]({prefix}/{p})" for p in plots_]

@@ -14,7 +14,6 @@ is held). A non-finite loss stops the run (NonFiniteLoss; the last checkpoint st
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
@@ -26,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 LOCK_FILE = ".bendtorch.lock"
+SUMMARY_SCHEMA_VERSION = 1  # summary.json's layout (records/schemas/summary.schema.json)
 MAX_LAYERS = 64  # smol has 30; more would only build for minutes before the first step
 OPTS = ("sgd", "momentum", "adam", "adamw", "adamw-bf16")
 
@@ -208,8 +208,8 @@ def _train_locked(p: Prepared) -> dict[str, Any]:
 
     from bendtorch import impl
     from bendtorch.impl import llama
-    from bendtorch.impl.checkpoint import (CheckpointError, load_checkpoint, params_save, remove_stale,
-                                           save_checkpoint, write_atomic)
+    from bendtorch.impl.checkpoint import CheckpointError, load_checkpoint, params_save, remove_stale, save_checkpoint
+    from bendtorch.records.durable import write_json
     from bendtorch.impl.train import train_new, train_step
 
     o, cfg, mcfg, b = p.opts, p.cfg, p.mcfg, p.batch
@@ -252,18 +252,19 @@ def _train_locked(p: Prepared) -> dict[str, Any]:
     bar.close()
     params_save(model.layer, o.out / "final_params.bin", tr.p)
     save_checkpoint(model.layer, cfg, tr, o.out / "final_state", o.steps, o.flags())
-    summary: dict[str, Any] = {"model": o.model, "config": dict(mcfg.__dict__), "batch": b, "tokens_per_step": ntok,
+    from bendtorch.records.machine import machine
+    summary: dict[str, Any] = {"schema_version": SUMMARY_SCHEMA_VERSION, "model": o.model, "config": dict(mcfg.__dict__), "batch": b, "tokens_per_step": ntok,
                                "optimizer": {"opt": o.opt, **{k: float(v) for k, v in cfg.__dict__.items()
                                                               if k != "v16"}},
                                "seed": o.seed, "steps": o.steps, "first_step": p.start + 1, "losses": losses,
-                               "parameters": model.layer.count(), "seconds": total}
+                               "parameters": model.layer.count(), "seconds": total, "machine": machine()}
     if losses:
         steady = step_s[1:] if len(step_s) > 1 else step_s  # the first step includes numba's compile or cache load
         summary.update({"first_loss": losses[0], "final_loss": losses[-1],
                         "mean_loss_last_10": float(np.mean(losses[-10:])),
                         "tokens_per_s": ntok * len(steady) / sum(steady),
                         "step_seconds_median": float(np.median(steady))})
-        write_atomic(o.out / "summary.json", json.dumps(summary, indent=1).encode())
+        write_json(o.out / "summary.json", summary)
         plot_losses(losses, o.out / "loss.png", f"{o.model} ({o.opt}, lr {float(cfg.lr):g}, batch {b}x{mcfg.t})")
     return summary
 
@@ -281,5 +282,5 @@ def plot_losses(losses: list[float], path: Path, title: str) -> None:
     ax.set_title(title)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    from bendtorch.records.durable import save_figure
+    save_figure(fig, path, dpi=120)

@@ -144,11 +144,11 @@ def test_a_fresh_packed_state_reads_pnew_back(tmp_path: Path) -> None:
 
 WRITER = """
 import sys, numpy as np
-from bendtorch.impl.checkpoint import write_atomic
+from bendtorch.records.durable import write_bytes
 payload = np.full(40_000_000, float(sys.argv[2]), dtype='<f4').tobytes()
 print('ready', flush=True)
 while True:
-    write_atomic(sys.argv[1], payload)
+    write_bytes(sys.argv[1], payload)
 """
 
 

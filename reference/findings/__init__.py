@@ -5,43 +5,24 @@ and a `python -m bendtorch.reference.findings.<module>` entry that writes both u
 
 from __future__ import annotations
 
-import json
-import os
 import pathlib
-import platform
 import sys
-import tempfile
 from typing import Any
 
 
-def versions() -> dict[str, str]:
-    """The versions a figure was measured with (Python, numpy, numba, torch when importable)."""
-    import numba
-    import numpy as np
-    out = {"python": platform.python_version(), "numpy": np.__version__, "numba": numba.__version__,
-           "platform": platform.platform()}
-    try:
-        import torch
-        out["torch"] = torch.__version__
-        out["torch_threads"] = str(torch.get_num_threads())
-    except ImportError:  # the studies that need torch import it themselves and say so
-        pass
-    return out
+SCHEMA_VERSION = 1  # a study's JSON layout (records/schemas/findings.schema.json)
 
 
-def write_json(obj: Any, path: pathlib.Path) -> None:
-    """Write obj as indented JSON atomically (a temporary file in the same folder, then a rename)."""
+def write_json(obj: dict[str, Any], path: pathlib.Path) -> None:
+    """A study's result as indented JSON at path, atomically, with its schema version and the machine record
+    (PyTorch's facts included where the study imported it)."""
+    from bendtorch.records.durable import write_json as write
+    from bendtorch.records.machine import machine
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1, sort_keys=False)
-            f.write("\n")
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide a committed result from other users
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    doc = {"schema_version": SCHEMA_VERSION, **obj}
+    doc.setdefault("machine", machine(["torch"] if "torch" in sys.modules else []))
+    write(path, doc)
 
 
 def command_line() -> str:

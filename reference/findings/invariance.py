@@ -261,8 +261,8 @@ def plot(res: dict[str, Any], path: pathlib.Path) -> None:
         ax.set_title(f"{name}: fraction of rows whose bits differ from alone", fontsize=9)
         fig.colorbar(im, ax=ax)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    from bendtorch.records.durable import save_figure
+    save_figure(fig, path, dpi=110)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -278,7 +278,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     res = study(a.max_batch)
     res["summary"] = summary(res)
     res["command"] = findings.command_line()
-    res["versions"] = findings.versions()
     findings.write_json(res, a.out / "invariance.json")
     plot(res, a.out / "invariance.png")
     print(a.out / "invariance.json")

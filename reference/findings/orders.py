@@ -270,8 +270,8 @@ def plot(res: dict[str, Any], path: pathlib.Path) -> None:
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    from bendtorch.records.durable import save_figure
+    save_figure(fig, path, dpi=110)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -285,7 +285,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     res = study(full=not a.small)
     res["verdict"] = verdict(res)
     res["command"] = findings.command_line()
-    res["versions"] = findings.versions()
     findings.write_json(res, a.out / "orders.json")
     plot(res, a.out / "orders.png")
     print(a.out / "orders.json")

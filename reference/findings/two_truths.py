@@ -201,7 +201,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     a = ap.parse_args(argv)
     res = survey(quick=not a.full)
     res["command"] = findings.command_line()
-    res["versions"] = findings.versions()
     findings.write_json(res, a.out / "two_truths.json")
     print(a.out / "two_truths.json")
 

@@ -1,5 +1,5 @@
 """`bendtorch report` end to end on a small selection (the command's dispatch, the shared op list, the plots, the erf
-sample): report.json validates against reports/report.schema.json and carries its schema version, every selected row
+sample): report.json validates against its schema (records/schemas/report.schema.json) and carries its schema version, every selected row
 passes, and REPORT.md shows the rows; an unknown --only name is refused before any work."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ import jsonschema
 import pytest
 
 from bendtorch.cli import main
-from bendtorch.reports.report import SCHEMA_VERSION, schema
+from bendtorch.records.machine import machine
+from bendtorch.records.schemas import validate
+from bendtorch.reports.report import SCHEMA_VERSION
 
 
 def test_report_quick_validates_against_its_schema(tmp_path: Path) -> None:
@@ -19,7 +21,7 @@ def test_report_quick_validates_against_its_schema(tmp_path: Path) -> None:
     code = main(["report", "--out", str(out), "--quick", "--quiet", "--only", "ReLU", "--only", "Linear",
                  "--only", "AdamW", "--erf-sample", "64"])
     rep = json.loads((out / "report.json").read_text())
-    jsonschema.validate(rep, schema())
+    validate(rep, "report")
     assert rep["schema_version"] == SCHEMA_VERSION
     # these three ops pass their bounds on this machine, and the erf sample runs: the report's verdict is a pass
     assert rep["errors"] == [] and rep["all_pass"] and code == 0, rep["errors"]
@@ -45,15 +47,17 @@ def test_the_schema_rejects_a_report_with_a_row_missing_its_verdict(tmp_path: Pa
            "bit_equal_torch": True, "n_differ_torch": 0, "bound_norm": 1.0, "bound_elem": None,
            "bitexact_required": False, "factor": None, "bound_why": "", "plot": None}
     base = {"schema_version": SCHEMA_VERSION, "command": "bendtorch report", "mode": "quick", "written": "now",
-            "machine": {"cpu": "x", "cores": 1, "platform": "p", "python": "3", "numpy": "2"}, "seconds": 1.0,
+            "machine": machine(), "seconds": 1.0,
             "rows": [{**row, "pass": True}], "errors": [], "model": "skipped", "optimizer_study": "",
             "optimizer_study_rows": [], "erf": {"status": "ok"}, "erf_full": {"status": "none"}, "drift": "skipped",
             "laws": {"status": "skipped"}, "conformance": "", "atlas": "", "findings": "", "all_pass": True}
-    jsonschema.validate(base, schema())
+    validate(base, "report")
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({**base, "rows": [row]}, schema())
+        validate({**base, "rows": [row]}, "report")
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({**base, "schema_version": SCHEMA_VERSION + 1}, schema())
+        validate({**base, "schema_version": SCHEMA_VERSION + 1}, "report")
+    with pytest.raises(jsonschema.ValidationError):  # a machine record without its CPU
+        validate({**base, "machine": {k: v for k, v in machine().items() if k != "cpu"}}, "report")
 
 
 def test_an_unknown_op_name_is_an_error_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
