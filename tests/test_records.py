@@ -180,3 +180,18 @@ def test_a_study_and_a_bench_document_validate(tmp_path: Path) -> None:
     bench = json.loads((tmp_path / "b.json").read_text())
     validate(bench, "bench")
     _reject(bench, "bench")
+
+
+# ---- default places ----------------------------------------------------------------------------------------------
+
+def test_default_outputs_and_caches_have_one_place_each(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bendtorch.records import paths
+
+    monkeypatch.delenv(paths.OUT_ENV, raising=False)
+    assert paths.output_dir("report") == Path("bendtorch-out") / "report"
+    monkeypatch.setenv(paths.OUT_ENV, str(tmp_path / "o"))
+    assert paths.output_dir("atlas") == tmp_path / "o" / "atlas"
+    monkeypatch.setenv(paths.CACHE_ENV, str(tmp_path / "c"))
+    assert paths.cache_dir("hypothesis") == tmp_path / "c" / "hypothesis" and (tmp_path / "c" / "hypothesis").is_dir()
+    monkeypatch.delenv(paths.CACHE_ENV)
+    assert not str(paths.cache_root()).startswith(str(Path.cwd()))  # never the current directory
