@@ -3,9 +3,9 @@ training step of the seed's `tiny` Llama (impl.llama: t = 16, d = 32, 4 heads ov
 bytes as tokens; main.bend lines 2120-2742 and the combinators): forward, cross-entropy, backward and one optimizer
 step, over batch sizes 1, 2, 3 (not a power of two), weight seeds, token batches and every optimizer.
 
-Each example runs the step on 2 threads once and on 1 thread twice; on this shared 2-core machine a 2-thread step
-costs up to seconds (every parallel launch waits for a busy core), so the law runs a fifth of the profile's examples
-(at least 2; ci and deep keep their ratio of 100)."""
+Each example runs the step on 2 threads once and on 1 thread twice; on a loaded machine a 2-thread step waits for a
+busy core at every parallel launch, so the law runs a fifth of the profile's examples (at least 2; ci and deep keep
+their ratio of 100)."""
 
 from __future__ import annotations
 

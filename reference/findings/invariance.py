@@ -4,17 +4,15 @@ from which batch size PyTorch's CPU kernels change their bits.
 The conformance laws (laws/test_targets.py, "batch_invariance") state the property and test it on drawn cases; this
 study sweeps it through the same conformance targets (bendtorch.targets: impl's layers and torch.nn.functional,
 numpy float32 in and out): for each operation and each batch size B = 1..max_batch, the first B rows of a fixed
-pool are computed together and each row's bits compared with the bits that row gives alone (B = 1). For attention the batch is B sequences and the
-row a whole sequence. Then the same operation on the full batch with the library on 1 and on 2 threads (impl:
+pool are computed together and each row's bits compared with the bits that row gives alone (B = 1). For attention
+the batch is B sequences and the row a whole sequence. Then the same operation on the full batch with the library on 1 and on 2 threads (impl:
 numba's threads, so run with NUMBA_NUM_THREADS >= 2; PyTorch: torch.set_num_threads).
 
-    NUMBA_NUM_THREADS=2 python -m bendtorch.reference.findings.invariance
-        writes reports/results/findings/invariance.{json,png}
+    NUMBA_NUM_THREADS=2 bendtorch study invariance
 """
 
 from __future__ import annotations
 
-import argparse
 import pathlib
 import time
 from functools import partial
@@ -170,23 +168,8 @@ def plot(res: dict[str, Any], path: pathlib.Path) -> None:
     save_figure(fig, path, dpi=110)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    from bendtorch.reference import findings
-    ap = argparse.ArgumentParser(prog="python -m bendtorch.reference.findings.invariance",
-                                 description="Batch-size and thread-count invariance of impl's and PyTorch's "
-                                             "operations; writes invariance.json and invariance.png. Run with "
-                                             "NUMBA_NUM_THREADS=2 (or more) so impl's thread comparison means "
-                                             "something.")
-    ap.add_argument("--max-batch", type=int, default=64, help="largest batch size (default 64)")
-    ap.add_argument("--out", type=pathlib.Path, default=findings.RESULTS, help="output folder")
-    a = ap.parse_args(argv)
-    res = study(a.max_batch)
+def run(max_batch: int = 64) -> dict[str, Any]:
+    """`study` on impl and PyTorch with its `summary`."""
+    res = study(max_batch)
     res["summary"] = summary(res)
-    res["command"] = findings.command_line()
-    findings.write_json(res, a.out / "invariance.json")
-    plot(res, a.out / "invariance.png")
-    print(a.out / "invariance.json")
-
-
-if __name__ == "__main__":
-    main()
+    return res
