@@ -152,8 +152,12 @@ def run_column(plan: Plan, col: Column, profile: str, select: str | None = None,
     collector = _Collector(col.target)
     where = str(LAWS_DIR) if plan.resolved.record.own else str(LAWS_DIR / f"{CONFORMANCE}.py")
     from bendtorch.laws import plugin
-    # the plugin registered here as a module, its entry point blocked: the same whether or not pytest autoloads it
-    args = [where, "-p", "no:cacheprovider", "-p", "no:bendtorch", "--bendtorch-profile", profile,
+    # the plugin registered here as a module, its entry point blocked: the same whether or not pytest autoloads it;
+    # bendtorch is imported already (this runs inside it), so pytest cannot mark its modules for assertion rewriting
+    # and would warn: they need none (the laws' modules, imported by pytest, are rewritten as usual)
+    args = [where, "-p", "no:cacheprovider", "-p", "no:bendtorch", "-W",
+            "ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning",
+            "--bendtorch-profile", profile,
             "--bendtorch-target", plan.resolved.spec, "--bendtorch-device", plan.device,
             "--bendtorch-variant", col.variant]
     if quiet:
