@@ -21,9 +21,8 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(autouse=True)
 def _one_numba_thread() -> Any:
     """numba's kernels run on one thread in the laws unless a law asks for more (attn_par_* and determinism set 1
-    and 2 threads themselves): the bits never depend on it, and on a busy 2-core machine a parallel launch of a tiny
-    kernel on 2 threads costs about 17 ms (OpenMP threads waiting for a busy core) against 3 microseconds on one,
-    which would dominate the suite's time."""
+    and 2 threads themselves): the bits never depend on it, and on a busy machine a parallel launch of a tiny kernel
+    waits for OpenMP threads on busy cores, which would dominate the suite's time."""
     import numba
     old = numba.get_num_threads()
     numba.set_num_threads(1)
