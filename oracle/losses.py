@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from bendtorch.impl.protocol import Loss, LossOut, MatSpec, ShapeError, check_dims, check_value, layer_name
+from bendtorch.impl.protocol import Loss, LossOut, check_dims, layer_name
+from bendtorch.impl.specs import MatSpec, ShapeError, check_value
 from bendtorch.oracle.layers import row_exp
 
 F64 = npt.NDArray[np.float64]
