@@ -15,7 +15,7 @@ implementation (itself a library record) that must give its bits: the sweep coun
 `claims` states, for a library, published figures to confirm or refute: max_ulp_at_most, correctly_rounded_fraction
 ((value, tolerance)), within_one_ulp_fraction, nan_in_nan_out, with their source. `half_x_ties` marks a function
 f(x) = (x/2)(1 + g(x)) with g odd, of the sign of x and |g(x)| <= 2|x| (SiLU, both GELUs): its ties at x/2 are
-decided by a proof from that form (bendtorch.reports.sweep.reference.HALF_X_RULE) instead of mpmath.
+decided by a proof from that form (bendtorch.reports.sweep.kernels.HALF_X_RULE) instead of mpmath.
 
 Adding a function: one record here, its reference and mpmath formula in oracle/functions.py, and the function in
 the record of each library that provides it (CONTRIBUTING.md, "Adding a function to the atlas").

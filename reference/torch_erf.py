@@ -19,7 +19,7 @@ and SLEEF's result is masked to 0 below -104 anyway), and SLEEF's two-step ldexp
 checked bit for bit (tests/test_sweep_erf.py on random inputs, and the gelu_erf function of the exhaustive checker,
 whose torch_aten library is compared with this port, its twin, on every input it sweeps): that is the evidence that
 `erf_as` is the erf torch's GELU computes. NaN payloads are not modelled (NaN in gives NaN out). The bit helpers f2u
-and u2f are impl's (impl.kernels.portable).
+and u2f are impl's (impl.kernels.portable.eft).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from llvmlite import ir  # type: ignore[import-untyped]
 from numba import types
 from numba.core.extending import intrinsic
 
-from bendtorch.impl.kernels.portable import f2u, u2f
+from bendtorch.impl.kernels.portable.eft import f2u, u2f
 
 
 def _fma32(typingctx: Any, a: Any, b: Any, c: Any) -> Any:

@@ -66,8 +66,8 @@ def plot_op(name: str, res: dict[str, Any], path: Path) -> None:
 # ---- the erf sweep's sample ------------------------------------------------------------------------------------
 
 def erf_sample(out: Path, n: int) -> dict[str, Any]:
-    """The erf function of the exhaustive checker (bendtorch.reports.sweep) in its sample mode, impl's figures and the seed's claims (guarded: if it
-    cannot be imported or fails, the report says so)."""
+    """The erf function of the exhaustive checker (bendtorch.reports.sweep) in its sample mode, impl's figures and
+    the seed's claims (guarded: if it cannot be imported or fails, the report says so)."""
     if n <= 0:
         return {"status": "skipped (--erf-sample 0)"}
     try:

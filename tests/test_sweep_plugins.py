@@ -184,3 +184,32 @@ def test_a_function_record_from_outside_is_checked() -> None:
     keep = ("correctly_rounded", "max_ulp", "max_ulp_at_bits", "within_one_ulp", "specials_right")
     assert {k: mine[k] for k in keep} == {k: built_in[k] for k in keep}
     assert mine["key"]["function"]["name"] == "myexp"
+
+
+def test_the_example_package_s_exp_is_swept_from_outside(tmp_path: Path) -> None:
+    # docs/examples/numpy-target, pip-installed into a folder outside the checkout, publishes its float32 exp as the
+    # sweep library "numpy-example" (one function); `bendtorch sweep exp --lib numpy-example` run from another folder
+    # measures it in the process pool beside impl, its column keyed by the package's version
+    import shutil
+
+    example = ROOT / "docs" / "examples" / "numpy-target"
+    if not example.is_dir():
+        pytest.skip(f"not run: no example package at {example}")
+    src, site, run = tmp_path / "src", tmp_path / "site", tmp_path / "run"
+    shutil.copytree(example, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                        "--no-index", "--target", str(site), str(src)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    run.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    p = subprocess.run([sys.executable, "-m", "bendtorch", "sweep", "exp", "--lib", "numpy-example", "--lib", "impl",
+                        "--lo", "0x3f800000", "--hi", hex(0x3F800000 + 4096), "--chunk", "2048", "--workers", "2",
+                        "--no-plots", "--quiet", "--out", "out"], cwd=run, env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stderr
+    rep = json.loads((run / "out" / "exp" / "sweep_range_3f800000_3f801000.json").read_text())
+    col = rep["libraries"]["numpy-example"]
+    assert col["key"]["library"]["function"] == "bendtorch_example_numpy.exp:exp32"
+    assert col["key"]["library"]["distribution"] == {"name": "bendtorch-example-numpy", "version": "0.1.0"}
+    assert col["finite_inputs"] == 2 * 4096 and 0.5 <= col["max_ulp"] < 8 and col["specials_right"]
+    assert rep["libraries"]["impl"]["correctly_rounded_fraction"] == 1.0

@@ -14,7 +14,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from bendtorch.impl.kernels.portable import f2u, u2f
+from bendtorch.impl.kernels.portable.eft import f2u, u2f
 from bendtorch.oracle.erf import mid_f32
 from bendtorch.oracle.ulp import ulp32_1, ulp_error1_u
 from bendtorch.records.functions import ERROR_BOUND
