@@ -5,9 +5,9 @@ For each of exp, log, tanh, sin and cos, the checker runs the pair evaluation al
 impl.kernels.portable.raw_*) on all 2^32 inputs (resuming from the sealed chunks under OUT/FUNCTION/chunks/impl_raw/,
 the same ones `bendtorch sweep FUNCTION` writes, reused only under the same key) and lists every input it does not
 round correctly, with the correctly rounded float32 (the checker's reference: float64, and mpmath where float64 is too
-close to a rounding boundary to decide). Those lists, as perfect hashes (cr_table.build_cr_table), are the tables; the file is written atomically
-and the digest printed: CR_TABLES_SHA256 in impl/kernels/portable/cr_table.py must be set to it (impl refuses other
-tables at import).
+close to a rounding boundary to decide). Those lists, as perfect hashes (cr_table.build_cr_table), are the tables;
+the file is written atomically and the digest printed: CR_TABLES_SHA256 in impl/kernels/portable/cr_table.py must be
+set to it (impl refuses other tables at import).
 """
 
 from __future__ import annotations

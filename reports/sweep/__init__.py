@@ -12,8 +12,8 @@ The modules, by concern:
 - libraries/: finding and resolving libraries, and the built-in adapters (one module per family);
 - keys: what a library's chunks are keyed by; chunks: the sealed chunk files, their manifest, the folder's lock;
 - engine: the process pool, Dask, the range and sample sweeps; patterns: the sample's inputs, the memory estimate;
-- figures: the figures and the JSON's columns (machine and key per column); legacy: the earlier JSON layout (migrate: the
-  command that rewrites such files);
+- figures: the figures and the JSON's columns (machine and key per column); legacy: the earlier JSON layout
+  (migrate: the command that rewrites such files);
 - plots, atlas: the PNGs and the Markdown table; api: `sweep`, `check` and `sample`.
 
 The public calls:
