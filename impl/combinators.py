@@ -51,10 +51,6 @@ def _meet(what: str, a: Layer[Any, Any, Any, Any], a_side: str, sa: Spec,
         raise ShapeError(f"{what}: {a.label}'s {a_side} is {sa} but {b.label}'s {b_side} is {sb}")
 
 
-def _cat(dtype: type[np.floating[Any]], xa: Flat, xb: Flat) -> Flat:
-    return np.concatenate([xa, xb]).astype(dtype, copy=False)
-
-
 def tree_add(a: X, b: X) -> X:
     """Element-wise a + b over matching structures (Fork's `add`, main.bend line 1979). The gradient of ids is the
     empty list, and stays so."""

@@ -31,7 +31,6 @@ F64 = npt.NDArray[np.float64]
 f64 = np.float64
 
 OptCfg = Union[CSGD, CMomentum, CAdam, CAdamW, CAdamWBF16]
-AdamCfg = Union[CAdam, CAdamW, CAdamWBF16]
 
 
 def is_adam(cfg: OptCfg) -> bool:

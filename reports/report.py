@@ -177,14 +177,11 @@ def drift_run(out: Path, steps: int, seeds: int, plots: bool) -> dict[str, Any]:
 
 # ---- the laws: impl's suites, and the torch target's conformance column measured here ----------------------------
 
-SUITES = ("impl", "conformance")  # the order of the law table's suites (laws/run.py's row field `suite`)
-
-
 def law_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
-    """How many rows have each result, and how many rows in all."""
-    counts = {k: sum(r["result"] == k for r in rows) for k in ("passed", "failed", "error", "not applicable",
-                                                                "not run")}
-    return {**counts, "total": len(rows)}
+    """How many rows have each result (laws.run.counts), and how many rows in all."""
+    from bendtorch.laws.run import counts
+
+    return {**counts(rows), "total": len(rows)}
 
 
 def law_run(out: Path, target: str = "impl", select: str | None = None) -> dict[str, Any]:
@@ -200,8 +197,9 @@ def law_run(out: Path, target: str = "impl", select: str | None = None) -> dict[
     j = out / name
     if j.is_file():
         j.unlink()  # an earlier run's rows must not stand in for this run's
-    args = ["laws", "--profile", "ci", *([] if target == "impl" else ["--target", target]),
-            *([] if select is None else ["-k", select]), "--json", name]
+    # the target always named: $BENDTORCH_TARGET must not turn impl's table into another library's
+    args = ["laws", "--profile", "ci", "--target", target, *([] if select is None else ["-k", select]),
+            "--json", name]
     env = dict(os.environ, HYPOTHESIS_STORAGE_DIRECTORY=str(cache_dir("hypothesis").resolve()))
     t = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "bendtorch", *args], cwd=out, env=env, capture_output=True,
@@ -212,6 +210,8 @@ def law_run(out: Path, target: str = "impl", select: str | None = None) -> dict[
         tail = (proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or ["no output"])[-1]
         return {"status": f"wrote no rows (exit {proc.returncode}): {one_line(tail)[:300]}",
                 "command": command}
+    from bendtorch.laws.run import SUITES
+
     doc = json.loads(j.read_text())
     rows = doc["rows"]
     bad = ("failed", "error") if target == "impl" else ("error",)

@@ -83,8 +83,8 @@ def model_sections(rep: dict[str, Any]) -> list[str]:
         L.append(f"not run: {mo}")
     L.append("\n## Optimizers over 100 steps (impl vs torch.optim vs oracle)\n")
     if rep.get("optimizer_study"):
-        L.append("torch.optim run here. See docs/optimizers.md for the causes. `python -m "
-                 "bendtorch.reference.optim_study` prints this table.\n")
+        L.append("torch.optim run here. See docs/optimizers.md for the causes; `bendtorch study optimizers` "
+                 "measures them.\n")
         L.append(rep["optimizer_study"])
     else:
         L.append("not run (--quick or --only)")
@@ -159,24 +159,18 @@ def drift_section(rep: dict[str, Any]) -> list[str]:
 
 
 def laws_section(lw: dict[str, Any]) -> list[str]:
-    """The law table: each law once per suite, the suite named, and one total."""
+    """The law table (laws.run.table): each law once per suite, the suite named, and one total."""
+    from bendtorch.laws.run import SUITES, table
+
     L = ["\n## Laws (z3 proofs and hypothesis, ci profile)\n"]
     if lw.get("status") != "ok":
         return L + [f"not run: {' '.join(x for x in (lw.get('command'), lw.get('status')) if x)}"]
-    c = lw["counts"]
-    per = "; ".join(f"{s} suite {v['passed']} of {v['total']}" for s, v in lw["suites"].items())
-    others = "".join(f", {c[k]} {k}" for k in ("failed", "error", "not applicable", "not run") if c[k])
-    L.append(f"`{lw['command']}` (impl's own laws and the conformance laws, impl's figures: the same on every "
-             f"machine): **{c['passed']} of {c['total']} laws hold**{others} ({per}; {lw['seconds']:.0f} s; rows in "
-             f"[{lw['json']}]({lw['json']})).\n")
-    order = {s: i for i, s in enumerate(lw["suites"])}
-    rows = sorted({(r.get("suite", ""), r["family"], r["law"]): r for r in lw["rows"]}.values(),
-                  key=lambda r: (order.get(r.get("suite", ""), len(order)), r["family"], r["law"]))
-    L.append("| suite | family | law | holds | known | examples | result | time (s) |")
-    L.append("| --- | --- | --- | --- | --- | ---: | --- | ---: |")
-    for r in rows:
-        L.append(f"| {r.get('suite', '')} | {r['family']} | {r['law']} | {str(r['holds']).replace('|', '/')} | "
-                 f"{r.get('known', '')} | {r['examples']} | {r['result']} | {r['seconds']:.2f} |")
+    L.append(f"`{lw['command']}`: impl's own laws (suite impl) and the conformance laws every target is held to "
+             f"(suite conformance), run by this report; impl's results are the same on every machine. Rows in "
+             f"[{lw['json']}]({lw['json']}).\n")
+    rows = sorted(lw["rows"], key=lambda r: (SUITES.index(r["suite"]) if r.get("suite") in SUITES else len(SUITES),
+                                             r["family"], r["law"]))
+    L.append(table(rows, context=f"{lw['seconds']:.0f} s, profile ci"))
     return L
 
 

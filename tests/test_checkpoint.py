@@ -21,7 +21,7 @@ from bendtorch.impl.combinators import Seq
 from bendtorch.impl.optim import CAdamWBF16, CMomentum, CSGD, OptCfg, adam, adamw
 from bendtorch.impl.protocol import Packed, PLeaf, PNew, PNode, TwoMom
 from bendtorch.impl.train import Train, train_new, train_step
-from tests.test_protocol import mse, rnd, scale
+from tests.test_combinators import mse, rnd, scale
 
 F32 = np.float32
 

@@ -37,7 +37,7 @@ from bendtorch.impl.checkpoint import (MANIFEST_FILE, STATE_FILE, CheckpointErro
 from bendtorch.impl.combinators import Seq
 from bendtorch.impl.optim import CAdamWBF16, CMomentum, CSGD, OptCfg, adam, adamw
 from bendtorch.impl.train import Train, train_new, train_step
-from tests.test_protocol import mse, rnd, scale
+from tests.test_combinators import mse, rnd, scale
 
 FULL = os.environ.get("BENDTORCH_FAULTS", "") == "full"
 F32 = np.float32
@@ -253,7 +253,7 @@ import numpy as np
 from bendtorch.impl.checkpoint import save_checkpoint
 from bendtorch.impl.optim import adamw
 from bendtorch.impl.train import train_new
-from tests.test_protocol import scale
+from tests.test_combinators import scale
 from bendtorch.impl.combinators import Seq
 c = 400_000
 m = Seq(scale(4, c, "A"), scale(4, c, "B"))
