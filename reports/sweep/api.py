@@ -108,8 +108,11 @@ def sweep(function: str | SweepFunction, libs: Sequence[LibArg] | None, out: Pat
         from bendtorch.records.durable import ensure_dir
         ensure_dir(d)
         with locked(Path(out)):
-            return _run(fn, libraries, Path(out), sample, lo, hi, chunk, workers, client, fresh, plot, progress,
-                        command, patterns, machine(dists, workers=dask or workers), t0)
+            rep = _run(fn, libraries, Path(out), sample, lo, hi, chunk, workers, client, fresh, plot, progress,
+                       command, patterns, machine(dists, workers=dask or workers), t0)
+            if atlas:
+                write_atlas(Path(out))
+            return rep
 
 
 def _run(fn: SweepFunction, libraries: list[SweepLibrary], out: Path | None, sample: int | None, lo: int, hi: int,
@@ -164,8 +167,6 @@ def _run(fn: SweepFunction, libraries: list[SweepLibrary], out: Path | None, sam
         rep["plots"] = plots(fn.name, fn.title, tots, d, mode.split(" (")[0], kind)
     rep["json"] = shown(path)
     write_json(path, rep)
-    if atlas:
-        write_atlas(out)
     return rep
 
 
