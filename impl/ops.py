@@ -18,7 +18,7 @@ from typing import Any, Callable
 import bendtorch.impl as L
 from bendtorch.impl.kernels.elementwise import ActKernel, act_kernel
 from bendtorch.impl.layers.activations import Activation
-from bendtorch.records.ops import CONSTRUCTORS, IMPL_KINDS, OpRecord
+from bendtorch.records.ops import CONSTRUCTORS, IMPL_KINDS, OpRecord, op
 
 KINDS = IMPL_KINDS
 
@@ -46,8 +46,9 @@ _BY_NAME = {o.name: o for o in IMPL_OPS}
 
 
 def impl_op(name: str) -> ImplOp:
-    """The entry named `name`; a KeyError naming the table's entries for any other."""
-    try:
-        return _BY_NAME[name]
-    except KeyError:
-        raise KeyError(f"impl has no op {name!r}; the table has {', '.join(_BY_NAME)}") from None
+    """The entry named `name`; a KeyError for any other (records.ops.op's, naming the records, for a name without a
+    record)."""
+    if name not in _BY_NAME:
+        op(name)
+        raise KeyError(f"{name!r} is a composition or an optimizer step, not one of impl's constructors")
+    return _BY_NAME[name]

@@ -480,7 +480,8 @@ def _optimizer_step(title: str) -> OpRecord:
 
 OPTIMIZER_STEPS: tuple[OpRecord, ...] = tuple(_optimizer_step(t) for t in COMPARED)
 
-# every record: impl's constructors (activations in code order first), then the compositions and optimizer steps
+# every record: impl's layers (the activations among them in code order), losses and combinators, then the
+# compositions and the optimizers' steps
 OPS: tuple[OpRecord, ...] = LAYERS + LOSSES + COMBINATORS + COMPOSITIONS + OPTIMIZER_STEPS
 CONSTRUCTORS: tuple[OpRecord, ...] = tuple(o for o in OPS if o.impl_kind is not None)
 _BY_NAME = {o.name: o for o in OPS}
