@@ -15,7 +15,7 @@ import numpy as np
 
 def state_bytes(st: Any) -> int:
     """Bytes held by the arrays of an optimizer state (OptState and its packed tree), counted once each."""
-    from bendtorch.impl.protocol import OneMom, Packed, PLeaf, PLeafV, PNode, TwoMom
+    from bendtorch.impl.optstate import OneMom, Packed, PLeaf, PLeafV, PNode, TwoMom
 
     seen: set[int] = set()
 

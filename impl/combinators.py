@@ -14,8 +14,9 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 
 from bendtorch.impl.kernels.index import pair_span, source
-from bendtorch.impl.protocol import (Bwd, Flat, Fwd, Layer, Loaded, MatSpec, Opt, OptState, PairSpec, ShapeError, Spec,
-                           Step, layer_name, param_free, state_join, state_split, structure_diff)
+from bendtorch.impl.optstate import Opt, OptState, state_join, state_split
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, Loaded, Step, layer_name, param_free
+from bendtorch.impl.specs import Flat, MatSpec, PairSpec, ShapeError, Spec, structure_diff
 
 P1 = TypeVar("P1")
 P2 = TypeVar("P2")

@@ -21,7 +21,7 @@ from bendtorch.impl.checkpoint import train_dump
 from bendtorch.impl.llama import build, config
 from bendtorch.impl.optim import CAdamWBF16, CMomentum, CSGD, adam, adamw
 from bendtorch.impl.train import train_new, train_step
-from bendtorch.laws.registry import law, scaled
+from bendtorch.laws.registry import law, need_threads, scaled
 from bendtorch.laws.strategies import seeds
 
 F32 = np.float32
@@ -34,7 +34,8 @@ CFGS: dict[str, Any] = {
 def run(b: int, seed: int, cfg_name: str, steps: int, threads: int) -> tuple[Any, Any]:
     """`steps` training steps of tiny at batch b from seed's weights and tokens, on `threads` numba threads: the
     whole training state's words (train_dump) and the losses' words."""
-    numba.set_num_threads(min(threads, int(getattr(numba.config, "NUMBA_NUM_THREADS"))))
+    need_threads(threads)
+    numba.set_num_threads(threads)
     m = build(impl, config("tiny"), b)
     cfg = CFGS[cfg_name]
     tr = train_new(m.layer, cfg, m.init(seed & 0xFFFF))

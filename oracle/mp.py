@@ -6,7 +6,7 @@
   confident row is a tiny difference of two numbers near row[y], which float64 computed naively (log of a sum near 1)
   would lose entirely. oracle.losses.CrossEntropy does not need this at run time: it writes the row's loss as
   log1p(sum of exp(z_j - m) over every j but one argmax) + (m - z_y), a sum of non-negative terms with no cancellation;
-  tests/test_oracle.py checks that form against ce_row_mp on rows where the naive float64 form gives 0.
+  tests/test_oracle_math.py checks that form against ce_row_mp on rows where the naive float64 form gives 0.
 """
 
 from __future__ import annotations

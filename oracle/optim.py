@@ -24,7 +24,8 @@ import numpy as np
 import numpy.typing as npt
 
 from bendtorch.impl.optim import CAdam, CAdamW, CAdamWBF16, CMomentum, CSGD
-from bendtorch.impl.protocol import Adam, Momentum, NoMom, OneMom, Opt, OptState, SGD, Step, TwoMom
+from bendtorch.impl.optstate import Adam, Momentum, NoMom, OneMom, Opt, OptState, SGD, TwoMom
+from bendtorch.impl.protocol import Step
 from bendtorch.oracle.hyper import beta_ok32, dec, one_minus, one_minus_pow
 
 F64 = npt.NDArray[np.float64]

@@ -83,7 +83,7 @@ class OpRecord:
     (KINDS); impl_kind: its kind among impl's constructors (IMPL_KINDS), None for a composition or an optimizer.
     build(lib, dims): the op in a library (a constructor record builds one instance of its constructor: a
     combinator of small parts). small(n, a, b): dims from three small sizes (the layer zoo's and the laws' drawn
-    sizes). conformance: the conformance targets' operations that compute it (laws.targets.Target's methods).
+    sizes). conformance: the conformance targets' operations that compute it (bendtorch.targets.Target's methods).
     Samples: `shapes` x `seeds`, x(rng, dims) the input (the loss's y; None: drawn from the layer's x_spec),
     pshapes(dims) the parameter matrices in dump order, pinit(rng, dims) their values (None: U(-a, a), PyTorch's
     Linear scale), t(rng, dims) a loss's targets. Bounds of each output against the oracle: `bound` normwise,

@@ -18,7 +18,7 @@ class Optimizer:
     name: the command line's name (`--opt`); title: its name in the op table, the studies and their figures;
     config: the seed's configuration class; seed_line: main.bend's line of its OptCfg constructor; torch: PyTorch's
     class, with the options that make it this optimizer in torch_options (None: PyTorch has no counterpart);
-    conformance: the conformance targets' `opt_steps` and `train` have it (laws.targets.Opt's names); laws: the law
+    conformance: the conformance targets' `opt_steps` and `train` have it (bendtorch.targets.Opt's names); laws: the law
     families that state its properties (a test checks each family's laws use its configuration)."""
 
     name: str

@@ -19,7 +19,7 @@ from bendtorch.impl.checkpoint import (CheckpointError, mat_load, params_load, p
                              train_restore, train_save)
 from bendtorch.impl.combinators import Seq
 from bendtorch.impl.optim import CAdamWBF16, CMomentum, CSGD, OptCfg, adam, adamw
-from bendtorch.impl.protocol import Packed, PLeaf, PNew, PNode, TwoMom
+from bendtorch.impl.optstate import Packed, PLeaf, PNew, PNode, TwoMom
 from bendtorch.impl.train import Train, train_new, train_step
 from tests.test_combinators import mse, rnd, scale
 

@@ -265,7 +265,7 @@ def test_the_zoo_sees_garbage_and_crashes(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_an_error_names_the_failing_part_not_the_whole_model() -> None:
     import bendtorch.impl as L
-    from bendtorch.impl.protocol import ShapeError
+    from bendtorch.impl.specs import ShapeError
     m: Any = L.Linear(4, 8, 8)
     for _ in range(30):
         m = L.Seq(m, L.Seq(L.RMSNorm(4, 8), L.Linear(4, 8, 8)))

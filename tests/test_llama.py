@@ -15,7 +15,7 @@ from bendtorch.cli import main
 from bendtorch.commands import train as train_cmd
 from bendtorch.reports.training import optimizer_config
 from bendtorch.impl import llama
-from bendtorch.impl.protocol import ShapeError
+from bendtorch.impl.specs import ShapeError
 
 
 def _args(*argv: str) -> argparse.Namespace:

@@ -119,10 +119,10 @@ def conformance_laws(family: str, op: str) -> list[Any]:
 def runs_on_impl(fn: Any) -> bool:
     """True when the law runs on impl's target (and holds: a failure is raised), False when impl says "not
     applicable"."""
-    from bendtorch.laws.targets import load
+    from bendtorch.targets import make_target
     with few_examples(fn, 3):
         try:
-            fn(target=load("impl"))
+            fn(target=make_target("impl"))
         except pytest.skip.Exception as e:
             if str(e).startswith("not applicable"):
                 return False
@@ -193,7 +193,7 @@ def test_an_optimizer_step_record_has_its_optimizers_families() -> None:
 
 def test_the_optimizer_registry_names_impl_and_the_targets() -> None:
     import typing
-    from bendtorch.laws.targets import OPTS
+    from bendtorch.targets import OPTS
     assert set(typing.get_args(O.OptCfg)) == {resolve(o.config) for o in OPTIMIZERS}
     assert tuple(OPTS) == CONFORMANCE
     for o in OPTIMIZERS:

@@ -326,7 +326,7 @@ def test_the_kernels_call_the_proved_functions() -> None:
 @pytest.mark.parametrize("bad", ["b", "t", "kv", "g", "hd"])
 def test_attention_refuses_a_size_below_one(bad: str) -> None:
     from bendtorch.impl.layers.attention import Attention
-    from bendtorch.impl.protocol import ShapeError
+    from bendtorch.impl.specs import ShapeError
     d = {"b": 2, "t": 3, "kv": 2, "g": 2, "hd": 4}
     d[bad] = 0
     with pytest.raises(ShapeError, match="Attention"):
@@ -336,7 +336,8 @@ def test_attention_refuses_a_size_below_one(bad: str) -> None:
 
 def test_a_pair_of_more_than_2_to_32_minus_1_numbers_is_refused() -> None:
     from bendtorch.impl import combinators as C
-    from bendtorch.impl.protocol import Layer, MatSpec, ShapeError
+    from bendtorch.impl.protocol import Layer
+    from bendtorch.impl.specs import MatSpec, ShapeError
     base: Layer[Any, Any, Any, Any] = C.Id(MatSpec(1, 1))
     big = dataclasses.replace(base, n_count=2**31)
     fits = dataclasses.replace(base, n_count=2**31 - 1)
@@ -350,7 +351,8 @@ def test_a_pair_of_more_than_2_to_32_minus_1_numbers_is_refused() -> None:
 def test_a_pair_whose_parts_disagree_with_their_counts_is_refused() -> None:
     """pair_span's offsets are checked against where each part's load and store end."""
     from bendtorch.impl import combinators as C
-    from bendtorch.impl.protocol import Layer, MatSpec, ShapeError
+    from bendtorch.impl.protocol import Layer
+    from bendtorch.impl.specs import MatSpec, ShapeError
     base: Layer[Any, Any, Any, Any] = C.Id(MatSpec(1, 1))
     liar = dataclasses.replace(base, n_count=1)
     pair = C.Seq(liar, base)
