@@ -4,12 +4,11 @@ so that a busy machine slows both alike (the ratio of the medians, and the media
 and each function alone (nanoseconds per call over 2^20 inputs; exp_array: per number of a whole array, apart and in
 place as the row kernels call it), and cross-entropy over smol's 128 x 49,152 logits (milliseconds).
 
-    python -m bendtorch.bench.libm_step [--rounds 3] [--repeats 10] [--json FILE]
+    bendtorch study libm_step [--rounds 3] [--repeats 10]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -94,7 +93,7 @@ def measure(rounds: int = 3, repeats: int = 10) -> dict[str, Any]:
             p = subprocess.run([sys.executable, "-c", _STEP.replace("REPEATS", str(repeats))], cwd=root, env=env,
                                capture_output=True, text=True, check=True)
             runs[mode].append(json.loads(p.stdout.strip().splitlines()[-1]))
-    res: dict[str, Any] = {"rounds": rounds, "repeats": repeats}
+    res: dict[str, Any] = {"rounds": rounds, "repeats": repeats, "cpus": os.cpu_count()}
     for mode, rs in runs.items():
         res[mode] = {k: statistics.median(r[k] for r in rs) for k in rs[0] if k != "mode"}
     for k in ("tiny", "smol"):
@@ -105,22 +104,6 @@ def measure(rounds: int = 3, repeats: int = 10) -> dict[str, Any]:
     return res
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bendtorch.bench.libm_step", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=3, help="alternated process pairs (default 3)")
-    ap.add_argument("--repeats", type=int, default=10, help="timed steps per process (default 10)")
-    ap.add_argument("--json", type=Path, default=None, help="also write the figures to this JSON file")
-    a = ap.parse_args(argv)
-    res = measure(a.rounds, a.repeats)
-    args = sys.argv[1:] if argv is None else argv
-    res["command"] = " ".join(["python -m bendtorch.bench.libm_step", *args])
-    res["cpus"] = os.cpu_count()
-    print(json.dumps(res, indent=1))
-    if a.json is not None:
-        from bendtorch.reference.findings import write_json
-        write_json(res, a.json)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def text(r: dict[str, Any]) -> str:
+    """The figures, as JSON."""
+    return json.dumps(r, indent=1)

@@ -2,12 +2,11 @@
 (CAdamWBF16, v16 True and False), measured on the state one real training step leaves behind (the packed leaves are
 created on a matrix's first step, main.bend line 54, so a state is only full after a step).
 
-    python -m bendtorch.bench.state_bytes [--model smol|tiny] [--layers N]
+    bendtorch study state_bytes [--model smol|tiny] [--layers N]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from typing import Any
 
@@ -16,7 +15,7 @@ import numpy as np
 
 def state_bytes(st: Any) -> int:
     """Bytes held by the arrays of an optimizer state (OptState and its packed tree), counted once each."""
-    from bendtorch.impl.protocol import OneMom, Packed, PLeaf, PLeafV, PNode, TwoMom
+    from bendtorch.impl.optstate import OneMom, Packed, PLeaf, PLeafV, PNode, TwoMom
 
     seen: set[int] = set()
 
@@ -76,14 +75,6 @@ def measure(model: str = "smol", layers: int | None = None) -> dict[str, Any]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bendtorch.bench.state_bytes", description=__doc__.splitlines()[0])
-    p.add_argument("--model", choices=("tiny", "smol"), default="smol")
-    p.add_argument("--layers", type=int, default=None)
-    a = p.parse_args(argv)
-    print(json.dumps(measure(a.model, a.layers), indent=1))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+def text(r: dict[str, Any]) -> str:
+    """The figures, as JSON."""
+    return json.dumps(r, indent=1)

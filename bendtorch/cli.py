@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "laws": ("bendtorch.commands.laws", "run the law suites (hypothesis) and print the law table"),
     "train": ("bendtorch.commands.train", "train the tiny or smol Llama with impl"),
     "bench": ("bendtorch.commands.bench", "time one training step of impl and PyTorch in the same process"),
+    "study": ("bendtorch.commands.study", "run one of the studies behind the findings; write its result and figure"),
 }
 
 

@@ -21,7 +21,8 @@ from bendtorch.impl.layers.rows import LN, LayerNorm, LogSoftmax, RMSNorm, Softm
 from bendtorch.impl.losses import CrossEntropy, MSE, NLL
 from bendtorch.impl.optim import (CAdam, CAdamW, CAdamWBF16, CMomentum, CSGD, adam, adamw, beta_ok, cfg_check, cfg_ok,
                         opt_at, opt_mat, state_new)
-from bendtorch.impl.protocol import (Bwd, Fwd, IdsSpec, Layer, Loss, LossOut, MatSpec, PairSpec, ShapeError, Step)
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, Loss, LossOut, Step
+from bendtorch.impl.specs import IdsSpec, MatSpec, PairSpec, ShapeError
 from bendtorch.impl.train import Train, train_new, train_step
 
 DTYPE = __import__("numpy").float32

@@ -14,8 +14,9 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 
 from bendtorch.impl.kernels.index import pair_span, source
-from bendtorch.impl.protocol import (Bwd, Flat, Fwd, Layer, Loaded, MatSpec, Opt, OptState, PairSpec, ShapeError, Spec,
-                           Step, layer_name, param_free, state_join, state_split, structure_diff)
+from bendtorch.impl.optstate import Opt, OptState, state_join, state_split
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, Loaded, Step, layer_name, param_free
+from bendtorch.impl.specs import Flat, MatSpec, PairSpec, ShapeError, Spec, structure_diff
 
 P1 = TypeVar("P1")
 P2 = TypeVar("P2")
@@ -49,10 +50,6 @@ def _meet(what: str, a: Layer[Any, Any, Any, Any], a_side: str, sa: Spec,
           b: Layer[Any, Any, Any, Any], b_side: str, sb: Spec) -> None:
     if sa != sb:
         raise ShapeError(f"{what}: {a.label}'s {a_side} is {sa} but {b.label}'s {b_side} is {sb}")
-
-
-def _cat(dtype: type[np.floating[Any]], xa: Flat, xb: Flat) -> Flat:
-    return np.concatenate([xa, xb]).astype(dtype, copy=False)
 
 
 def tree_add(a: X, b: X) -> X:

@@ -18,7 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from bendtorch.impl.kernels import losses as K
-from bendtorch.impl.protocol import Ids, Loss, LossOut, Mat, MatSpec, ShapeError, check_dims, check_value, layer_name
+from bendtorch.impl.protocol import Loss, LossOut, check_dims, layer_name
+from bendtorch.impl.specs import Ids, Mat, MatSpec, ShapeError, check_value
 
 F32 = np.float32
 LABEL_LIMIT = 2 ** 32  # the seed's gradient reads a label as a U32 (U32.from_nat, main.bend line 2875)

@@ -13,9 +13,10 @@ from typing import Any, Union
 import numpy as np
 
 from bendtorch.impl.kernels import optim as K
+from bendtorch.impl.optstate import Adam, ConfigError, Momentum, NoMom, OneMom, Opt, OptState, Packed, PNew, SGD, TwoMom
 from bendtorch.impl.packed import adamh_mat
-from bendtorch.impl.protocol import (Adam, ConfigError, Mat, Momentum, NoMom, OneMom, Opt, OptState, Packed, PNew, SGD, Step,
-                           TwoMom)
+from bendtorch.impl.protocol import Step
+from bendtorch.impl.specs import Mat
 
 F32 = np.float32
 

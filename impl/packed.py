@@ -8,7 +8,9 @@ import numpy as np
 
 from bendtorch.impl.kernels import packed as K
 from bendtorch.impl.kernels.index import n_words
-from bendtorch.impl.protocol import Adam, Mat, Packed, PLeaf, PLeafV, PNew, PTree, Step
+from bendtorch.impl.optstate import Adam, Packed, PLeaf, PLeafV, PNew, PTree
+from bendtorch.impl.protocol import Step
+from bendtorch.impl.specs import Mat
 
 F32 = np.float32
 

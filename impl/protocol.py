@@ -16,7 +16,8 @@ do not meet raises `ShapeError` at composition time, and every call of `Layer.fw
 `.load`, `.store` checks, cheaply and always, that x, y, dy, dx, p, g and the optimizer state have the structure,
 shapes, dtype and memory layout the layer declared, so no public call hands a kernel an array it would read or
 write out of bounds (docs/DESIGN.md). The generic structure (which of X, Y, P meet where) is checked by mypy
---strict.
+--strict. The shapes and their checks are impl/specs.py's, the optimizer state and the step's scalars
+impl/optstate.py's; this module's namespace holds their names too, so a user imports the whole protocol from here.
 
 Ownership (the seed's Arrays have one owner, main.bend line 18): fwd and bwd never write into x, s or dy; bwd adds
 into g in place and hands it back; step writes p, g and the optimizer state in place and hands them back. A caller
@@ -30,246 +31,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Callable, Generic, TypeVar, Union
+from typing import Any, Callable, Generic, TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
-# A matrix of impl is an r x c float32 array, row by row (bend-ml's Mat<r, c>, main.bend line 17).
-Mat = npt.NDArray[np.float32]
-# Token ids (the seed's List<Nat>): a 1-D int64 array.
-Ids = npt.NDArray[np.int64]
-# A flat array of numbers of either library's dtype.
-Flat = npt.NDArray[Any]
+from bendtorch.impl.optstate import (Adam, ConfigError, Momentum, NoMom, OneMom, Opt, OptState, Packed, PLeaf, PLeafV,
+                                     PNew, PNode, PTree, SGD, TwoMom, state_diff, state_join, state_map, state_split)
+from bendtorch.impl.specs import (ArrSkel, Flat, Ids, IdsSpec, Mat, MatSpec, PairSpec, ShapeError, Spec, check_value,
+                                  param_diff, skeleton, structure_diff)
 
 P = TypeVar("P")
 X = TypeVar("X")
 Y = TypeVar("Y")
 S = TypeVar("S")
 T = TypeVar("T")
-A = TypeVar("A")
-B = TypeVar("B")
-
-
-class ShapeError(ValueError):
-    """A value whose structure or shape is not the one a layer declared, or two layers whose shapes do not meet."""
-
-
-class ConfigError(ValueError):
-    """A configuration that the seed rejects (for example an Adam configuration whose c1, c2 disagree with b1, b2)."""
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Shapes as values
-# ---------------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MatSpec:
-    """An r x c matrix of the library's dtype."""
-
-    r: int
-    c: int
-
-    def __str__(self) -> str:
-        return f"Mat[{self.r} x {self.c}]"
-
-
-@dataclass(frozen=True)
-class IdsSpec:
-    """n token ids (non-negative integers). Their gradient is the empty list (Embedding, main.bend line 1916)."""
-
-    n: int
-
-    def __str__(self) -> str:
-        return f"Ids[{self.n}]"
-
-
-@dataclass(frozen=True)
-class PairSpec:
-    """A pair (the seed's Two{a, b}), a Python tuple (a, b)."""
-
-    a: "Spec"
-    b: "Spec"
-
-    def __str__(self) -> str:
-        return f"({self.a}, {self.b})"
-
-
-Spec = Union[MatSpec, IdsSpec, PairSpec]
-
-
-def _dtype_name(dtype: type[np.floating[Any]]) -> str:
-    return np.dtype(dtype).name
-
-
-def check_value(v: object, spec: Spec, dtype: type[np.floating[Any]], grad: bool = False) -> str | None:
-    """None if v has spec's structure and shapes (and the library's dtype), else what is wrong. With grad=True, an Ids
-    spec asks for the gradient of ids: the empty id list."""
-    if isinstance(spec, MatSpec):
-        if not isinstance(v, np.ndarray):
-            return f"expected {spec}, got {type(v).__name__}"
-        if v.shape != (spec.r, spec.c):
-            return f"expected {spec}, got shape {v.shape}"
-        if v.dtype != dtype:
-            return f"expected {spec} of {_dtype_name(dtype)}, got {v.dtype}"
-        return None
-    if isinstance(spec, IdsSpec):
-        if not isinstance(v, np.ndarray):
-            return f"expected {spec}, got {type(v).__name__}"
-        want = 0 if grad else spec.n
-        if v.ndim != 1 or v.shape[0] != want:
-            return f"expected {'the empty id list' if grad else spec}, got shape {v.shape}"
-        if not np.issubdtype(v.dtype, np.integer):
-            return f"expected {spec} of integers, got {v.dtype}"
-        return None
-    if not isinstance(v, tuple) or len(v) != 2:
-        return f"expected a pair {spec}, got {type(v).__name__}"
-    ea = check_value(v[0], spec.a, dtype, grad)
-    if ea is not None:
-        return f"first of pair: {ea}"
-    eb = check_value(v[1], spec.b, dtype, grad)
-    if eb is not None:
-        return f"second of pair: {eb}"
-    return None
-
-
-def structure_diff(a: object, b: object, path: str = "p", depth: int = -1) -> str | None:
-    """None if a and b have the same structure (tuple nesting, record types, array shapes and dtypes), else where
-    they first differ. Used to check that a gradient g has the parameters' structure. depth >= 0 looks only that
-    many tuple levels down (-1: all the way)."""
-    if isinstance(b, np.ndarray):
-        if not isinstance(a, np.ndarray):
-            return f"{path}: expected an array {b.shape}, got {type(a).__name__}"
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return f"{path}: expected shape {b.shape} {b.dtype}, got {a.shape} {a.dtype}"
-        return None
-    if isinstance(b, tuple):
-        if type(a) is not type(b) or not isinstance(a, tuple) or len(a) != len(b):
-            return f"{path}: expected {type(b).__name__} of {len(b)}, got {type(a).__name__}"
-        if depth == 0:
-            return None
-        for i, (x, y) in enumerate(zip(a, b)):
-            e = structure_diff(x, y, f"{path}[{i}]", depth - 1)
-            if e is not None:
-                return e
-        return None
-    if b is None:
-        return None if a is None else f"{path}: expected no parameters, got {type(a).__name__}"
-    if type(a) is not type(b):
-        return f"{path}: expected {type(b).__name__}, got {type(a).__name__}"
-    return None
-
-
-@dataclass(frozen=True)
-class ArrSkel:
-    """An array of a declared shape and dtype, in a parameter structure's skeleton."""
-
-    shape: tuple[int, ...]
-    dtype: np.dtype[Any]
-
-    def __str__(self) -> str:
-        return f"an array {self.shape} of {self.dtype}"
-
 
 # longest layer name an error message repeats whole (a composite's description can run to kilobytes)
 LABEL_MAX = 120
-
-
-def skeleton(tree: object) -> object:
-    """A parameter value with every array replaced by its shape and dtype (tuples, records and counters kept)."""
-    if isinstance(tree, np.ndarray):
-        return ArrSkel(tuple(tree.shape), tree.dtype)
-    if isinstance(tree, tuple):
-        parts = [skeleton(x) for x in tree]
-        record: Any = type(tree)
-        return record(*parts) if hasattr(tree, "_fields") else tuple(parts)
-    return tree
-
-
-def param_diff(v: object, skel: object, path: str = "p", depth: int = -1) -> str | None:
-    """None if v has the skeleton's structure (record types, tuple nesting, counters as Python integers in [0, 2^32))
-    and its arrays the skeleton's shapes and dtypes and are C-contiguous, else where they first differ. depth >= 0
-    looks only that many tuple levels down (-1: all the way); at depth 0 only a tuple's type and length are looked
-    at (a combinator's children check their own parameters, and so name themselves)."""
-    if depth == 0 and not isinstance(skel, tuple):
-        return None
-    if isinstance(skel, ArrSkel):
-        if not isinstance(v, np.ndarray):
-            return f"{path}: expected {skel}, got {type(v).__name__}"
-        if v.shape != skel.shape or v.dtype != skel.dtype:
-            return f"{path}: expected {skel}, got {v.shape} of {v.dtype}"
-        if not v.flags.c_contiguous:
-            return f"{path}: expected a C-contiguous array (np.ascontiguousarray), got a strided view"
-        return None
-    if isinstance(skel, tuple):
-        if type(v) is not type(skel) or not isinstance(v, tuple) or len(v) != len(skel):
-            return f"{path}: expected {type(skel).__name__} of {len(skel)}, got {type(v).__name__}"
-        if depth == 0:
-            return None
-        for i, (a, b) in enumerate(zip(v, skel)):
-            e = param_diff(a, b, f"{path}[{i}]", depth - 1)
-            if e is not None:
-                return e
-        return None
-    if skel is None:
-        return None if v is None else f"{path}: expected no parameters (None), got {type(v).__name__}"
-    if isinstance(skel, int) and not isinstance(skel, bool):
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or not 0 <= int(v) < 2 ** 32:
-            return f"{path}: expected a counter, an integer in [0, 2^32), got {v!r}"
-        return None
-    if type(v) is not type(skel):
-        return f"{path}: expected {type(skel).__name__}, got {type(v).__name__}"
-    return None
-
-
-def _words(what: str, a: object, n: int, dtype: type[np.generic]) -> str | None:
-    if not isinstance(a, np.ndarray) or a.shape != (n,) or a.dtype != dtype or not a.flags.c_contiguous:
-        got = type(a).__name__ if not isinstance(a, np.ndarray) else f"{a.shape} of {a.dtype}" + \
-            ("" if a.flags.c_contiguous else ", a strided view")
-        return f"{what}: expected a contiguous array ({n},) of {np.dtype(dtype).name}, got {got}"
-    return None
-
-
-def _packed_diff(t: object, skel: object, path: str, depth: int) -> str | None:
-    """A packed moment tree against the parameters' skeleton: a node per pair, a leaf per matrix whose arrays hold
-    exactly that matrix's moments (what OptState.split makes of any other tree is the seed's rule and allowed)."""
-    if isinstance(t, PNew) or depth == 0:
-        return None
-    if isinstance(skel, tuple) and len(skel) == 2:
-        if isinstance(t, PNode):
-            return _packed_diff(t.a, skel[0], path + ".a", depth - 1) or \
-                _packed_diff(t.b, skel[1], path + ".b", depth - 1)
-        return _packed_diff(t, skel[0], path, depth - 1)
-    if isinstance(skel, ArrSkel):
-        n = int(np.prod(skel.shape))
-        if isinstance(t, PLeaf):
-            if t.n != n:
-                return None  # a leaf of another size is left untouched (adamh_leaf's fallback, main.bend line 401)
-            return _words(f"{path}.m", t.m, (n + 1) // 2, np.uint32) or _words(f"{path}.v", t.v, (n + 1) // 2,
-                                                                                np.uint32)
-        if isinstance(t, PLeafV):
-            if t.n != n:
-                return None
-            return _words(f"{path}.m", t.m, (n + 1) // 2, np.uint32) or _words(f"{path}.v", t.v, n, np.float32)
-        if isinstance(t, PNode):
-            return None  # a matrix's step leaves a node untouched (line 401)
-        return f"{path}: expected a packed moment tree, got {type(t).__name__}"
-    return None
-
-
-def state_diff(st: object, skel: object, depth: int = -1) -> str | None:
-    """None if the optimizer state's buffers fit the parameters' skeleton (a state of another optimizer is allowed:
-    the step leaves it untouched, main.bend line 432), else what is wrong."""
-    if isinstance(st, NoMom):
-        return None
-    if isinstance(st, OneMom):
-        return param_diff(st.m, skel, "state m", depth)
-    if isinstance(st, TwoMom):
-        return param_diff(st.m, skel, "state m", depth) or param_diff(st.v, skel, "state v", depth)
-    if isinstance(st, Packed):
-        return _packed_diff(st.t, skel, "state", depth)
-    return None  # no buffers any step reads (Dropout's step ignores its state; opt_mat leaves it untouched)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -303,110 +81,6 @@ class Loaded(Generic[P]):
     off: int
 
 
-# ---- optimizer state (main.bend lines 50-100) ----
-
-
-@dataclass
-class PNew:
-    """A part of a packed tree not yet stepped (its leaf is created on the first step)."""
-
-    v16: bool
-
-
-@dataclass
-class PLeaf:
-    """A matrix's packed moments: n numbers, m and v as BF16 packed two to a uint32 word (element 2k low half)."""
-
-    n: int
-    m: npt.NDArray[np.uint32]
-    v: npt.NDArray[np.uint32]
-
-
-@dataclass
-class PLeafV:
-    """A matrix's moments with m packed BF16 and v float32."""
-
-    n: int
-    m: npt.NDArray[np.uint32]
-    v: npt.NDArray[np.float32]
-
-
-@dataclass
-class PNode:
-    a: "PTree"
-    b: "PTree"
-
-
-PTree = Union[PNew, PLeaf, PLeafV, PNode]
-
-
-@dataclass
-class NoMom:
-    """SGD: no buffer."""
-
-
-@dataclass
-class OneMom(Generic[P]):
-    """Momentum: one buffer of the parameters' structure."""
-
-    m: P
-
-
-@dataclass
-class TwoMom(Generic[P]):
-    """Adam and AdamW: two buffers of the parameters' structure."""
-
-    m: P
-    v: P
-
-
-@dataclass
-class Packed:
-    """AdamW with packed BF16 moments: a tree that follows the parameters' pairs."""
-
-    t: PTree
-
-
-OptState = Union[NoMom, OneMom[P], TwoMom[P], Packed]
-
-
-def state_map(st: "OptState[A]", f: Callable[[A], B]) -> "OptState[B]":
-    """The seed's OptState.map (line 71): the same buffers under another view of the parameters (Lin <-> Two)."""
-    if isinstance(st, OneMom):
-        return OneMom(f(st.m))
-    if isinstance(st, TwoMom):
-        return TwoMom(f(st.m), f(st.v))
-    return st
-
-
-def state_split(st: "OptState[tuple[A, B]]") -> "tuple[OptState[A], OptState[B]]":
-    """OptState.split (main.bend lines 78-87): a pair's buffers into the two parts' buffers. A packed tree splits at
-    its node; a part not yet stepped splits into two such parts; a leaf goes left and the right side starts empty."""
-    if isinstance(st, OneMom):
-        return OneMom(st.m[0]), OneMom(st.m[1])
-    if isinstance(st, TwoMom):
-        return TwoMom(st.m[0], st.v[0]), TwoMom(st.m[1], st.v[1])
-    if isinstance(st, Packed):
-        t = st.t
-        if isinstance(t, PNode):
-            return Packed(t.a), Packed(t.b)
-        if isinstance(t, PNew):
-            return Packed(PNew(t.v16)), Packed(PNew(t.v16))
-        return Packed(t), Packed(PNew(False))
-    return NoMom(), NoMom()
-
-
-def state_join(a: "OptState[A]", b: "OptState[B]") -> "OptState[tuple[A, B]]":
-    """OptState.join (main.bend lines 89-96): pairs the buffers present on both sides; never allocates one."""
-    if isinstance(a, OneMom) and isinstance(b, OneMom):
-        return OneMom((a.m, b.m))
-    if isinstance(a, TwoMom) and isinstance(b, TwoMom):
-        return TwoMom((a.m, b.m), (a.v, b.v))
-    if isinstance(a, Packed) and isinstance(b, Packed):
-        return Packed(PNode(a.t, b.t))
-    return NoMom()
-
-
 @dataclass
 class Step(Generic[P]):
     """What an optimizer step returns: the new parameters, the zeroed gradient, the new optimizer state."""
@@ -415,38 +89,6 @@ class Step(Generic[P]):
     g: P
     st: "OptState[P]"
 
-
-# ---- the optimizer with the scalars of the current step (main.bend lines 102-108) ----
-
-
-@dataclass(frozen=True)
-class SGD:
-    lr: np.floating[Any]
-
-
-@dataclass(frozen=True)
-class Momentum:
-    lr: np.floating[Any]
-    mu: np.floating[Any]
-
-
-@dataclass(frozen=True)
-class Adam:
-    """Adam's `step` is lr / (1 - b1^t) and `bc2` is sqrt(1 - b2^t); `dec` picks AdamW's decoupled weight decay."""
-
-    lr: np.floating[Any]
-    b1: np.floating[Any]
-    b2: np.floating[Any]
-    eps: np.floating[Any]
-    wd: np.floating[Any]
-    dec: bool
-    step: np.floating[Any]
-    bc2: np.floating[Any]
-    c1: np.floating[Any]
-    c2: np.floating[Any]
-
-
-Opt = Union[SGD, Momentum, Adam]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -751,3 +393,11 @@ def layer_name(kind: str, *args: object, **kw: object) -> str:
 
     parts = [show(a) for a in args] + [f"{k}={show(v)}" for k, v in kw.items()]
     return f"{kind}({', '.join(parts)})"
+
+
+__all__ = ["Adam", "ArrSkel", "Bwd", "ConfigError", "Flat", "Fwd", "Ids", "IdsSpec", "LABEL_MAX", "Layer", "Loaded",
+           "Loss", "LossOut", "Mat", "MatSpec", "MatStep", "Momentum", "NoMom", "OneMom", "Opt", "OptState", "Packed",
+           "PairSpec", "PLeaf", "PLeafV", "PNew", "PNode", "PTree", "SGD", "ShapeError", "Spec", "Step", "TwoMom",
+           "check_dims", "check_eps", "check_prob", "check_seed", "check_value", "empty_flat", "layer_name",
+           "mat_dump", "mat_param", "mat_restore", "mat_store", "no_step", "pair_param", "param_diff", "param_free",
+           "skeleton", "state_diff", "state_join", "state_map", "state_split", "structure_diff"]

@@ -14,7 +14,9 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from bendtorch.impl.optim import OptCfg, cfg_c1, cfg_c2, cfg_ok, opt_at, state_new
-from bendtorch.impl.protocol import Layer, Loss, OptState, ShapeError, structure_diff
+from bendtorch.impl.optstate import OptState
+from bendtorch.impl.protocol import Layer, Loss
+from bendtorch.impl.specs import ShapeError, structure_diff
 
 P = TypeVar("P")
 X = TypeVar("X")

@@ -19,7 +19,8 @@ from bendtorch.impl.layers.dropout import DropP
 from bendtorch.impl.layers.linear import Lin
 from bendtorch.impl.layers.rows import LN
 from bendtorch.impl.ops import IMPL_OPS
-from bendtorch.impl.protocol import IdsSpec, Layer, MatSpec, PairSpec, Spec
+from bendtorch.impl.protocol import Layer
+from bendtorch.impl.specs import IdsSpec, MatSpec, PairSpec, Spec
 from bendtorch.laws.strategies import fill_bits, fill_rng
 
 F32 = np.float32

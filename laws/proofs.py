@@ -2,412 +2,25 @@
 the end of this file are checked by Bend's kernel"; the sampled laws beside them check values, these check every
 size at once).
 
-What is proved is the function that runs: each statement calls the Python source of impl.kernels.index's functions
-(the njit function's `py_func`, which numba compiles into the kernels) on symbolic values, so the z3 terms are those
-of the source, not of a second copy. `symbolic(fn)` re-binds the function's globals: `np.uint32` / `np.uint64`
-become z3 casts, `pick` becomes z3's If, the other index functions their own symbolic versions. The operators then
-act on one of two domains, and each proof says which:
-
-- unbounded integers (`Int`): Python's integer semantics (`//` and `%` floor, `>>` and `& (2^k - 1)` on any
-  integer), used where the kernel cannot overflow: numba computes these indices in int64, and every one is below
-  the size of an array numpy allocated (< 2^63). A `//` or `%` by a symbolic divisor adds the obligation that the
-  divisor is positive (where Python's floor division and z3's agree), proved with the statement.
-- machine words (`Word`): numba's unsigned integers, where the kernel wraps. numba computes an operation on
-  uint32 in uint64 (its integer typing widens to 64 bits), so every operation here is on 64-bit vectors, `>>` is
-  logical, comparisons unsigned, and `np.uint32(x)` keeps the low 32 bits, as the compiled code does. A plain
-  Python integer next to a word is refused: numba would type it int64 and compute in int64 or float64.
-
-A Python `if`, `and`, `or`, `not` or `min` on a symbolic value raises `SymbolicBranch`: the index functions choose
-with `pick` and join conditions with `&` and `|`.
-
-Each proof asserts its bounds, the negation of its claim and obligations, and asks z3 for a model: `unsat` proves
-the claim for every value within the bounds; a model is a counterexample, which `Outcome.message` prints. The bounds
-each proof assumes are enforced where the layer or kernel is built (tests/test_proofs.py checks it).
+Each statement calls impl.kernels.index's functions on symbolic values (laws/symbolic.py: the source that runs,
+over unbounded integers or machine words, as each proof says), asserts its bounds, the negation of its claim and the
+obligations its operations add, and asks z3 for a model: `unsat` proves the claim for every value within the
+bounds; a model is a counterexample, which `Outcome.message` prints. The bounds each proof assumes are enforced where
+the layer or kernel is built (tests/test_proof_engine.py checks it). `run` checks every proof (`bendtorch study
+proofs`).
 """
 
 from __future__ import annotations
 
 import time
-import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-import numpy as np
 import z3  # type: ignore[import-untyped]
 
 from bendtorch.impl.kernels import dropout as D
 from bendtorch.impl.kernels import index as I
-
-# ---------------------------------------------------------------------------------------------------------------
-# Symbolic values
-# ---------------------------------------------------------------------------------------------------------------
-
-
-class SymbolicBranch(TypeError):
-    """A Python branch (if, and, or, not, min, ...) on a symbolic value: the source must use pick, & and |."""
-
-
-_OBLIGATIONS: list[z3.BoolRef] = []
-
-
-def _need(c: z3.BoolRef) -> None:
-    _OBLIGATIONS.append(c)
-
-
-class Bool:
-    """A symbolic condition."""
-
-    __slots__ = ("e",)
-
-    def __init__(self, e: z3.BoolRef) -> None:
-        self.e = e
-
-    @staticmethod
-    def of(x: Any) -> z3.BoolRef:
-        if isinstance(x, Bool):
-            return x.e
-        if isinstance(x, (bool, np.bool_)):
-            return z3.BoolVal(bool(x))
-        if isinstance(x, z3.BoolRef):
-            return x
-        raise TypeError(f"not a condition: {x!r}")
-
-    def __and__(self, o: Any) -> Bool:
-        return Bool(z3.And(self.e, Bool.of(o)))
-
-    __rand__ = __and__
-
-    def __or__(self, o: Any) -> Bool:
-        return Bool(z3.Or(self.e, Bool.of(o)))
-
-    __ror__ = __or__
-
-    def __eq__(self, o: Any) -> Bool:  # type: ignore[override]
-        return Bool(self.e == Bool.of(o))
-
-    def __ne__(self, o: Any) -> Bool:  # type: ignore[override]
-        return Bool(self.e != Bool.of(o))
-
-    def __bool__(self) -> bool:
-        raise SymbolicBranch("a Python branch on a symbolic condition: use pick(c, a, b), & and |")
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-class Int:
-    """A symbolic Python integer (z3 Int), with Python's operator semantics."""
-
-    __slots__ = ("e",)
-
-    def __init__(self, e: z3.ArithRef) -> None:
-        self.e = e
-
-    @staticmethod
-    def of(x: Any) -> z3.ArithRef:
-        if isinstance(x, Int):
-            return x.e
-        if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
-            return z3.IntVal(int(x))
-        raise TypeError(f"not an integer: {x!r}")
-
-    def __add__(self, o: Any) -> Int:
-        return Int(self.e + Int.of(o))
-
-    def __radd__(self, o: Any) -> Int:
-        return Int(Int.of(o) + self.e)
-
-    def __sub__(self, o: Any) -> Int:
-        return Int(self.e - Int.of(o))
-
-    def __rsub__(self, o: Any) -> Int:
-        return Int(Int.of(o) - self.e)
-
-    def __mul__(self, o: Any) -> Int:
-        return Int(self.e * Int.of(o))
-
-    def __rmul__(self, o: Any) -> Int:
-        return Int(Int.of(o) * self.e)
-
-    def __neg__(self) -> Int:
-        return Int(-self.e)
-
-    @staticmethod
-    def _div(a: z3.ArithRef, d: z3.ArithRef) -> z3.ArithRef:
-        # z3's integer division is Euclidean; with a positive divisor it is Python's floor division
-        if not z3.is_int_value(d):
-            _need(d > 0)
-        elif d.as_long() <= 0:
-            raise ValueError("division by a non-positive constant")
-        return a / d
-
-    @staticmethod
-    def _mod(a: z3.ArithRef, d: z3.ArithRef) -> z3.ArithRef:
-        if not z3.is_int_value(d):
-            _need(d > 0)
-        elif d.as_long() <= 0:
-            raise ValueError("remainder by a non-positive constant")
-        return a % d
-
-    def __floordiv__(self, o: Any) -> Int:
-        return Int(Int._div(self.e, Int.of(o)))
-
-    def __rfloordiv__(self, o: Any) -> Int:
-        return Int(Int._div(Int.of(o), self.e))
-
-    def __mod__(self, o: Any) -> Int:
-        return Int(Int._mod(self.e, Int.of(o)))
-
-    def __rmod__(self, o: Any) -> Int:
-        return Int(Int._mod(Int.of(o), self.e))
-
-    def __rshift__(self, o: Any) -> Int:
-        # x >> k is floor(x / 2^k) for every Python integer x
-        if not isinstance(o, (int, np.integer)) or int(o) < 0:
-            raise TypeError("a symbolic integer shifts by a non-negative constant only")
-        return Int(self.e / (2 ** int(o)))
-
-    def __lshift__(self, o: Any) -> Int:
-        if not isinstance(o, (int, np.integer)) or int(o) < 0:
-            raise TypeError("a symbolic integer shifts by a non-negative constant only")
-        return Int(self.e * (2 ** int(o)))
-
-    def __and__(self, o: Any) -> Int:
-        # x & (2^k - 1) is x mod 2^k for every Python integer x
-        if isinstance(o, (int, np.integer)) and int(o) >= 0 and (int(o) + 1) & int(o) == 0:
-            return Int(self.e % (int(o) + 1))
-        raise TypeError("a symbolic integer is masked by a constant 2^k - 1 only")
-
-    __rand__ = __and__
-
-    def __lt__(self, o: Any) -> Bool:
-        return Bool(self.e < Int.of(o))
-
-    def __le__(self, o: Any) -> Bool:
-        return Bool(self.e <= Int.of(o))
-
-    def __gt__(self, o: Any) -> Bool:
-        return Bool(self.e > Int.of(o))
-
-    def __ge__(self, o: Any) -> Bool:
-        return Bool(self.e >= Int.of(o))
-
-    def __eq__(self, o: Any) -> Bool:  # type: ignore[override]
-        return Bool(self.e == Int.of(o))
-
-    def __ne__(self, o: Any) -> Bool:  # type: ignore[override]
-        return Bool(self.e != Int.of(o))
-
-    def __bool__(self) -> bool:
-        raise SymbolicBranch("a Python branch on a symbolic integer: use pick(c, a, b)")
-
-    def __index__(self) -> int:
-        raise SymbolicBranch("a symbolic integer used as a Python index or range bound")
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-def _bv(x: Any) -> z3.BitVecRef:
-    """A word operand as a bit-vector of its numba width: a Word, or a numpy unsigned scalar (uint32: 32 bits,
-    uint64: 64 bits)."""
-    if isinstance(x, Word):
-        return x.e
-    if isinstance(x, (np.uint32, np.uint16, np.uint8)):
-        return z3.BitVecVal(int(x), 32)
-    if isinstance(x, np.uint64):
-        return z3.BitVecVal(int(x), 64)
-    if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
-        raise TypeError(f"the plain integer {x!r} next to an unsigned word: numba types it int64 and computes in "
-                        "int64 or float64; write np.uint32(...) or np.uint64(...)")
-    raise TypeError(f"not a word: {x!r}")
-
-
-def _w64(e: z3.BitVecRef) -> z3.BitVecRef:
-    return e if e.size() == 64 else z3.ZeroExt(64 - e.size(), e)
-
-
-class Word:
-    """A symbolic unsigned machine integer of numba (a z3 bit-vector of 32 or 64 bits). Every operation is done on
-    64 bits (numba's typing of uint32 arithmetic), `np.uint32(x)` keeps the low 32 bits."""
-
-    __slots__ = ("e",)
-
-    def __init__(self, e: z3.BitVecRef) -> None:
-        self.e = e
-
-    @staticmethod
-    def _op(a: Any, b: Any, f: Callable[[z3.BitVecRef, z3.BitVecRef], z3.BitVecRef]) -> Word:
-        return Word(f(_w64(_bv(a)), _w64(_bv(b))))
-
-    def __add__(self, o: Any) -> Word:
-        return Word._op(self, o, lambda a, b: a + b)
-
-    def __radd__(self, o: Any) -> Word:
-        return Word._op(o, self, lambda a, b: a + b)
-
-    def __sub__(self, o: Any) -> Word:
-        return Word._op(self, o, lambda a, b: a - b)
-
-    def __rsub__(self, o: Any) -> Word:
-        return Word._op(o, self, lambda a, b: a - b)
-
-    def __mul__(self, o: Any) -> Word:
-        return Word._op(self, o, lambda a, b: a * b)
-
-    def __rmul__(self, o: Any) -> Word:
-        return Word._op(o, self, lambda a, b: a * b)
-
-    def __and__(self, o: Any) -> Word:
-        return Word._op(self, o, lambda a, b: a & b)
-
-    def __rand__(self, o: Any) -> Word:
-        return Word._op(o, self, lambda a, b: a & b)
-
-    def __or__(self, o: Any) -> Word:
-        return Word._op(self, o, lambda a, b: a | b)
-
-    def __ror__(self, o: Any) -> Word:
-        return Word._op(o, self, lambda a, b: a | b)
-
-    def __xor__(self, o: Any) -> Word:
-        return Word._op(self, o, lambda a, b: a ^ b)
-
-    def __rxor__(self, o: Any) -> Word:
-        return Word._op(o, self, lambda a, b: a ^ b)
-
-    @staticmethod
-    def _shift(a: Any, b: Any, f: Callable[[z3.BitVecRef, z3.BitVecRef], z3.BitVecRef]) -> Word:
-        sa, sb = _w64(_bv(a)), _w64(_bv(b))
-        if not z3.is_bv_value(sb):
-            _need(z3.ULT(sb, 64))  # LLVM's shift by 64 or more is undefined
-        elif sb.as_long() >= 64:
-            raise ValueError("a shift by 64 or more bits is undefined in the compiled code")
-        return Word(f(sa, sb))
-
-    def __lshift__(self, o: Any) -> Word:
-        return Word._shift(self, o, lambda a, b: a << b)
-
-    def __rlshift__(self, o: Any) -> Word:
-        return Word._shift(o, self, lambda a, b: a << b)
-
-    def __rshift__(self, o: Any) -> Word:
-        return Word._shift(self, o, z3.LShR)
-
-    def __rrshift__(self, o: Any) -> Word:
-        return Word._shift(o, self, z3.LShR)
-
-    def __floordiv__(self, o: Any) -> Word:
-        b = _w64(_bv(o))
-        _need(b != 0)
-        return Word(z3.UDiv(_w64(self.e), b))
-
-    def __mod__(self, o: Any) -> Word:
-        b = _w64(_bv(o))
-        _need(b != 0)
-        return Word(z3.URem(_w64(self.e), b))
-
-    def _cmp(self, o: Any, f: Callable[[z3.BitVecRef, z3.BitVecRef], z3.BoolRef]) -> Bool:
-        return Bool(f(_w64(self.e), _w64(_bv(o))))
-
-    def __lt__(self, o: Any) -> Bool:
-        return self._cmp(o, z3.ULT)
-
-    def __le__(self, o: Any) -> Bool:
-        return self._cmp(o, z3.ULE)
-
-    def __gt__(self, o: Any) -> Bool:
-        return self._cmp(o, z3.UGT)
-
-    def __ge__(self, o: Any) -> Bool:
-        return self._cmp(o, z3.UGE)
-
-    def __eq__(self, o: Any) -> Bool:  # type: ignore[override]
-        return self._cmp(o, lambda a, b: a == b)
-
-    def __ne__(self, o: Any) -> Bool:  # type: ignore[override]
-        return self._cmp(o, lambda a, b: a != b)
-
-    def __bool__(self) -> bool:
-        raise SymbolicBranch("a Python branch on a symbolic word: use pick(c, a, b)")
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-def _cast(x: Any, bits: int) -> Any:
-    """np.uint32 / np.uint64 on a symbolic value: a word keeps its low bits (or is zero-extended); a concrete value
-    is cast by numpy."""
-    if isinstance(x, Word):
-        e = x.e
-        return Word(z3.Extract(bits - 1, 0, e) if e.size() > bits else z3.ZeroExt(bits - e.size(), e)
-                    if e.size() < bits else e)
-    if isinstance(x, Int):
-        raise TypeError("an unbounded integer cast to a word: give the proof a word")
-    return np.uint32(x) if bits == 32 else np.uint64(x)
-
-
-def _pick(c: Any, a: Any, b: Any) -> Any:
-    """pick(c, a, b) on symbolic values: z3's If (numba unifies two unsigned widths to the wider)."""
-    if isinstance(c, (bool, np.bool_)):
-        return a if c else b
-    cond = Bool.of(c)
-    if isinstance(a, tuple):
-        return tuple(_pick(c, x, y) for x, y in zip(a, b))
-    if isinstance(a, Word) or isinstance(b, Word) or isinstance(a, np.unsignedinteger):
-        ea, eb = _bv(a), _bv(b)
-        n = max(ea.size(), eb.size())
-        ea = ea if ea.size() == n else z3.ZeroExt(n - ea.size(), ea)
-        eb = eb if eb.size() == n else z3.ZeroExt(n - eb.size(), eb)
-        return Word(z3.If(cond, ea, eb))
-    if isinstance(a, (Bool, bool)) or isinstance(b, (Bool, bool)):
-        return Bool(z3.If(cond, Bool.of(a), Bool.of(b)))
-    return Int(z3.If(cond, Int.of(a), Int.of(b)))
-
-
-class _SymNp:
-    """numpy as the index functions see it when run symbolically."""
-
-    @staticmethod
-    def uint32(x: Any) -> Any:
-        return _cast(x, 32)
-
-    @staticmethod
-    def uint64(x: Any) -> Any:
-        return _cast(x, 64)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(np, name)
-
-
-_SYM_NP = _SymNp()
-_MEMO: dict[Any, Callable[..., Any]] = {}
-
-
-def _is_dispatcher(v: Any) -> bool:
-    return hasattr(v, "py_func") and hasattr(v, "targetoptions")
-
-
-def symbolic(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """fn's Python source (fn.py_func for a compiled function) with its globals re-bound for symbolic values:
-    np -> the z3 casts, pick -> z3's If, every compiled function it calls -> its own symbolic version."""
-    py = I.source(fn)
-    if py is I.source(I.pick):
-        return _pick
-    if py in _MEMO:
-        return _MEMO[py]
-    g = dict(py.__globals__)
-    for k, v in list(g.items()):
-        if _is_dispatcher(v) or (v is I.source(I.pick)):
-            g[k] = _lazy(v)
-    g["np"] = _SYM_NP
-    out = types.FunctionType(py.__code__, g, py.__name__, py.__defaults__, py.__closure__)
-    _MEMO[py] = out
-    return out
-
-
-def _lazy(v: Any) -> Callable[..., Any]:
-    def call(*args: Any) -> Any:
-        return symbolic(v)(*args)
-    return call
-
+from bendtorch.laws.symbolic import Bool, Int, Word, pick, symbolic, term, w64, with_obligations
 
 # ---------------------------------------------------------------------------------------------------------------
 # Proofs and their outcome
@@ -470,10 +83,7 @@ def check(p: Proof, replace: Mapping[str, Callable[..., Any]] | None = None, tim
     t0 = time.perf_counter()
     fns = dict(replace or {})
     sym = {n: symbolic(fns.get(n, getattr(I, n, None) or getattr(D, n))) for n in p.fns}
-    _OBLIGATIONS.clear()
-    bounds, claim, shown = p.build(sym)
-    obligations = list(_OBLIGATIONS)
-    _OBLIGATIONS.clear()
+    (bounds, claim, shown), obligations = with_obligations(lambda: p.build(sym))
     s = z3.Solver()
     s.set("timeout", int(timeout_s * 1000))
     s.add(*[term(b) for b in bounds])
@@ -497,17 +107,6 @@ def check(p: Proof, replace: Mapping[str, Callable[..., Any]] | None = None, tim
 
 def ints(*names: str) -> list[Int]:
     return [Int(z3.Int(n)) for n in names]
-
-
-def term(x: Any) -> Any:
-    """The z3 term of a symbolic value (or of a Python int / bool)."""
-    if isinstance(x, (Int, Bool, Word)):
-        return x.e
-    if isinstance(x, bool):
-        return z3.BoolVal(x)
-    if isinstance(x, int):
-        return z3.IntVal(x)
-    return x
 
 
 def all_of(*cs: Any) -> z3.BoolRef:
@@ -657,7 +256,7 @@ def _ts_pass(f: Fns) -> Built:
                    implies(_ts_read(f, m, i, k), _not(carried)),  # and never also carried
                    implies(within(i, 0, npairs), (left != right) & within(left, 0, m) & within(right, 0, m)),
                    dst == npairs,                          # the pairs write 0..pairs-1, the carry the next one:
-                   nxt == npairs + _pick(odd, 1, 0),       # the next level is exactly [0, next)
+                   nxt == npairs + pick(odd, 1, 0),       # the next level is exactly [0, next)
                    nxt >= 1, nxt < m)                      # and shorter: every length comes down to one
     return bounds, claim, shown(m, k, i, i2)
 
@@ -717,7 +316,7 @@ def _bf16_round(f: Fns) -> Built:
     u = z3.BitVec("u", 32)
     r = f["bf16_of_bits"](Word(u)).e
     x = z3.fpBVToFP(u, _F32)
-    r64 = _w64(r)
+    r64 = w64(r)
     claim = z3.And(z3.ULT(r64, 2**16),
                    z3.Implies(z3.Not(z3.fpIsNaN(x)),
                               z3.fpBVToFP(z3.Extract(15, 0, r64), _BF16) == z3.fpToFP(z3.RNE(), x, _BF16)),
@@ -728,10 +327,10 @@ def _bf16_round(f: Fns) -> Built:
 def _bf16_widen(f: Fns) -> Built:
     h = z3.BitVec("h", 16)
     hw = Word(z3.ZeroExt(16, h))
-    wb = _w64(f["bf16_widen_bits"](hw).e)
+    wb = w64(f["bf16_widen_bits"](hw).e)
     xb = z3.fpBVToFP(h, _BF16)
     xf = z3.fpBVToFP(z3.Extract(31, 0, wb), _F32)
-    back = _w64(f["bf16_of_bits"](Word(z3.Extract(31, 0, wb))).e)
+    back = w64(f["bf16_of_bits"](Word(z3.Extract(31, 0, wb))).e)
     claim = z3.And(z3.ULT(wb, 2**32),
                    z3.Implies(z3.Not(z3.fpIsNaN(xb)), z3.And(xf == z3.fpToFP(z3.RNE(), xb, _F32),
                                                              back == z3.ZeroExt(48, h))),
@@ -746,7 +345,7 @@ def _bf16_widen(f: Fns) -> Built:
 
 def _drop_counter(f: Fns) -> Built:
     key, i = z3.BitVec("key", 64), z3.BitVec("i", 64)
-    r = _w64(f["drop_counter"](Word(key), Word(i)).e)
+    r = w64(f["drop_counter"](Word(key), Word(i)).e)
     bounds = [z3.ULT(key, 2**32), z3.ULT(i, 2**63)]
     claim = r == z3.ZeroExt(32, z3.Extract(31, 0, key) + z3.Extract(31, 0, i))  # U32's key + i
     return bounds, claim, {"key": key, "i": i}
@@ -763,7 +362,7 @@ def _seed_mix32(x: z3.BitVecRef) -> z3.BitVecRef:
 
 def _mix32(f: Fns) -> Built:
     x = z3.BitVec("x", 32)
-    r = _w64(f["mix32"](Word(z3.ZeroExt(32, x))).e)
+    r = w64(f["mix32"](Word(z3.ZeroExt(32, x))).e)
     return [], r == z3.ZeroExt(32, _seed_mix32(x)), {"x": x}
 
 
@@ -853,12 +452,16 @@ PROOFS: tuple[Proof, ...] = (
 BY_NAME = {p.name: p for p in PROOFS}
 
 
-def run_all(timeout_s: float = 60.0) -> list[Outcome]:
-    return [check(p, timeout_s=timeout_s) for p in PROOFS]
-
-
-if __name__ == "__main__":
+def run(timeout: float = 60.0) -> dict[str, Any]:
+    """Every proof of PROOFS checked (z3 given `timeout` seconds each): each one's outcome and seconds."""
     t0 = time.perf_counter()
-    for p in PROOFS:
-        print(check(p).message(), flush=True)
-    print(f"all proofs: {time.perf_counter() - t0:.2f} s")
+    done = [check(p, timeout_s=timeout) for p in PROOFS]
+    return {"proofs": [{"name": o.proof.name, "proved": o.proved, "status": o.status, "seconds": o.seconds,
+                        "counterexample": o.counterexample, "message": o.message()} for o in done],
+            "proved": sum(o.proved for o in done), "of": len(done), "seconds": time.perf_counter() - t0}
+
+
+def text(r: dict[str, Any]) -> str:
+    """One line per proof, then the count."""
+    return "\n".join([p["message"] for p in r["proofs"]] + [f"{r['proved']} of {r['of']} proved in "
+                                                           f"{r['seconds']:.2f} s"])

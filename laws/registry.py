@@ -92,3 +92,15 @@ def scaled(div: int) -> Callable[[F], F]:
     is costly (a training step on two numba threads): ci and deep keep their ratio of 100."""
     from hypothesis import settings
     return settings(max_examples=max(2, settings().max_examples // div))
+
+
+def need_threads(k: int) -> None:
+    """Skip the calling law as "not run" when numba cannot run k threads here (NUMBA_NUM_THREADS below k): a law
+    that compares k threads with one must not pass by comparing one with one."""
+    import numba
+    import pytest
+
+    have = int(getattr(numba.config, "NUMBA_NUM_THREADS"))
+    if have < k:
+        pytest.skip(f"not run: the law compares {k} numba threads with one, and numba has {have} here "
+                    "(NUMBA_NUM_THREADS)")

@@ -1,19 +1,32 @@
-"""The law runner behind `bendtorch laws`: run the law suites under a hypothesis profile and print a table of
-family, law, examples tried, result and time (the JSON holds the same rows)."""
+"""The law runner behind `bendtorch laws`: run the law suites under a hypothesis profile against a target and print
+a table of suite, family, law, examples tried, result and time, with one total line (the JSON holds the same rows,
+the targets' versions and the machine record).
+
+A target is named by a spec (bendtorch.targets.resolve: a built-in name, a "module:attr" reference, an entry point
+of the group bendtorch.targets); each of its variants on the device is a column of its own, run in turn. The made
+target goes to the pytest plugin (bendtorch.laws.plugin) through the session's stash, so the laws test the very
+object whose versions the document records."""
 
 from __future__ import annotations
 
 import json
 import os
 import pathlib
+import sys
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+if TYPE_CHECKING:
+    from bendtorch.targets import Resolved, Target
+
 LAWS_DIR = pathlib.Path(__file__).resolve().parent
 CONFORMANCE = "test_targets"  # the module of the laws every target is held to
+SUITES = ("impl", "conformance")  # impl's own laws (every other module of laws/), then the conformance laws
 SCHEMA_VERSION = 1  # the layout of `bendtorch laws --json`'s document (records/schemas/laws.schema.json)
+RESULTS = ("passed", "failed", "error", "not applicable", "not run")
 
 
 def _is_assertion(e: BaseException) -> bool:
@@ -24,29 +37,42 @@ def _is_assertion(e: BaseException) -> bool:
     return isinstance(e, AssertionError)
 
 
+def law_key(item: Any) -> str:
+    """The registry's key of the law a test item runs ("module::function", as @law recorded it)."""
+    fn = getattr(item, "function", None)
+    return f"{fn.__module__}::{fn.__name__}" if fn is not None else str(item.nodeid)
+
+
 class _Collector:
     """A pytest plugin recording each law's outcome ("passed", "failed", "error", "not applicable", "not run"),
-    the reason of a skip, the failure's message and the wall time."""
+    the reason of a skip, the failure's message and the wall time, by the law's registry key (the parameters of one
+    law are one row); it hands the made target to the plugin's fixture."""
 
-    def __init__(self) -> None:
+    def __init__(self, target: Target) -> None:
         self.rows: dict[str, dict[str, Any]] = {}
+        self.target = target
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        from bendtorch.laws.plugin import MADE
+        config.stash[MADE] = self.target
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:
         out = yield
         rep = out.get_result()
+        rep.law_key = law_key(item)
         if call.excinfo is not None and rep.failed:
             rep.law_kind = "failed" if call.when == "call" and _is_assertion(call.excinfo.value) else "error"
             rep.law_message = call.excinfo.exconly().splitlines()[0][:500]
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-            key = report.nodeid.split("[")[0]
-            row = self.rows.setdefault(key, {"outcome": "passed", "seconds": 0.0})
+            row = self.rows.setdefault(getattr(report, "law_key", report.nodeid), {"outcome": "passed", "seconds": 0.0})
             row["seconds"] += report.duration
             if report.skipped:
                 reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
-                reason = reason.removeprefix("Skipped: ")
+                # the first line: hypothesis adds the explicit example it was running on the lines after
+                reason = reason.removeprefix("Skipped: ").splitlines()[0] if reason.strip() else reason
                 row["outcome"] = "not applicable" if reason.startswith("not applicable") else "not run"
                 row["reason"] = reason.split(": ", 1)[1] if reason.startswith(("not applicable:", "not run:")) \
                     else reason
@@ -55,55 +81,113 @@ class _Collector:
                 row["message"] = getattr(report, "law_message", "")
 
 
-def run_laws(profile: str, select: str | None = None, quiet: bool = True, target: str = "impl",
-             device: str = "cpu", tf32: bool = False) -> list[dict[str, Any]]:
-    """Run the laws under the profile against a target; one row per law. impl runs every suite of laws/ (the seed's
-    own laws and the conformance laws); another target runs the conformance laws (test_targets.py) alone. Each row:
-    family, law, holds, known, examples, result ("passed", "failed", "error", "not applicable", "not run"),
-    seconds, target, suite ("impl" or "conformance"), and where there is one the reason of a skip, the failure's
-    message and the smallest counterexample hypothesis found."""
-    from bendtorch.laws.registry import COUNTEREXAMPLES, EXAMPLES, LAWS, strength_text
-    from bendtorch.laws.targets import describe, load_label
+@dataclass
+class Column:
+    """One column of the law table: the target made with one variant on the device (None where it cannot run here)
+    and its description for the document ({"target": label, "versions" or "not_run", "variant"})."""
 
-    label = load_label(target, device, tf32)
-    why = describe(target, device, tf32).get("not_run")
-    if why is not None:  # the target cannot run here: every conformance law says so, without starting pytest
-        import importlib
-        importlib.import_module(f"bendtorch.laws.{CONFORMANCE}")
-        return [{"family": i.family, "law": i.name, "holds": i.holds, "examples": 0, "known": "", "result": "not run",
-                 "seconds": 0.0, "target": label, "suite": "conformance", "reason": why}
-                for k, i in sorted(LAWS.items(), key=lambda kv: (kv[1].family, kv[1].name))
-                if k.split("::")[0].endswith(CONFORMANCE)]
+    target: Target | None
+    described: dict[str, Any]
+    variant: str
+
+
+@dataclass
+class Plan:
+    """A run of `bendtorch laws` prepared: the target spec resolved, the device, the columns made."""
+
+    resolved: Resolved
+    device: str
+    columns: list[Column]
+
+    def libraries(self) -> list[str]:
+        made = next((c.target for c in self.columns if c.target is not None), None)
+        return self.resolved.libraries(made)
+
+
+def prepare(spec: str | None = None, device: str = "cpu", variant: str | None = None) -> Plan:
+    """Resolve the spec (default $BENDTORCH_TARGET, else impl), check the device and variant against its record and
+    make one target per variant that applies. SpecError (before any law runs) for a spec, device or variant that
+    names nothing, or a maker that gives no Target; a target that cannot run here is a column whose laws are not
+    run."""
+    from bendtorch.targets import column, resolve
+    res = resolve(spec)
+    cols = []
+    for v in res.record.check(device, variant):
+        t, d = column(res, device, v)
+        cols.append(Column(t, d, v.name))
+    return Plan(res, device, cols)
+
+
+def _row_order(r: dict[str, Any]) -> tuple[int, str, str]:
+    return SUITES.index(r["suite"]), r["family"], r["law"]
+
+
+def not_run_rows(label: str, reason: str) -> list[dict[str, Any]]:
+    """A row "not run" with the reason for every conformance law (imported to list them, not run)."""
+    import importlib
+
+    from bendtorch.laws.registry import LAWS
+    mod = importlib.import_module(f"bendtorch.laws.{CONFORMANCE}")
+    laws = {LAWS[f"{mod.__name__}::{n}"] for n in dir(mod) if f"{mod.__name__}::{n}" in LAWS}
+    return sorted(({"family": i.family, "law": i.name, "holds": i.holds, "examples": 0, "known": "",
+                    "result": "not run", "seconds": 0.0, "target": label, "suite": "conformance", "reason": reason}
+                   for i in laws), key=_row_order)
+
+
+def run_column(plan: Plan, col: Column, profile: str, select: str | None = None,
+               quiet: bool = True) -> list[dict[str, Any]]:
+    """Run the laws under the profile against one column's target; one row per law and suite. The harness's own
+    target runs every suite of laws/ (its own laws and the conformance laws), another the conformance laws alone.
+    Each row: family, law, holds, known, examples, result ("passed", "failed", "error", "not applicable", "not
+    run"), seconds, target (the column's label), suite ("impl" or "conformance"), and where there is one the
+    reason of a skip, the failure's message and the smallest counterexample hypothesis found."""
+    from bendtorch.laws.registry import COUNTEREXAMPLES, EXAMPLES, LAWS, strength_text
+
+    label = col.described["target"]
+    if col.target is None:  # the target cannot run here: every conformance law says so, without starting pytest
+        return not_run_rows(label, col.described["not_run"])
     os.environ["BENDTORCH_LAWS_PROFILE"] = profile
     EXAMPLES.clear()
     COUNTEREXAMPLES.clear()
-    col = _Collector()
-    where = str(LAWS_DIR) if target == "impl" else str(LAWS_DIR / f"{CONFORMANCE}.py")
-    args = [where, "-p", "no:cacheprovider", "--profile", profile, "--target", target, "--device", device,
-            "--tf32", "on" if tf32 else "off"]
+    collector = _Collector(col.target)
+    where = str(LAWS_DIR) if plan.resolved.record.own else str(LAWS_DIR / f"{CONFORMANCE}.py")
+    from bendtorch.laws import plugin
+    # the plugin registered here as a module, its entry point blocked: the same whether or not pytest autoloads it;
+    # bendtorch is imported already (this runs inside it), so pytest cannot mark its modules for assertion rewriting
+    # and would warn: they need none (the laws' modules, imported by pytest, are rewritten as usual)
+    args = [where, "-p", "no:cacheprovider", "-p", "no:bendtorch", "-W",
+            "ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning",
+            "--bendtorch-profile", profile,
+            "--bendtorch-target", plan.resolved.spec, "--bendtorch-device", plan.device,
+            "--bendtorch-variant", col.variant]
     if quiet:
         args.append("-q")
     if select:
         args += ["-k", select]
-    pytest.main(args, plugins=[col])
+    pytest.main(args, plugins=[collector, plugin])
     rows = []
-    for key, info in sorted(LAWS.items(), key=lambda kv: (kv[1].family, kv[1].name)):
-        mod, fn = key.split("::")
-        node = f"{pathlib.Path(*mod.split('.')).as_posix()}.py::{fn}"
-        hit = next((r for k, r in col.rows.items() if k.endswith(node)), None)
-        if hit is None:
+    for key, hit in collector.rows.items():
+        info = LAWS.get(key)
+        if info is None:
             continue
         row = {"family": info.family, "law": info.name, "holds": info.holds, "examples": EXAMPLES[key],
                "known": strength_text(info, EXAMPLES[key]), "result": hit["outcome"],
                "seconds": round(hit["seconds"], 3), "target": label,
-               "suite": "conformance" if mod.endswith(CONFORMANCE) else "impl"}
+               "suite": "conformance" if key.split("::")[0].endswith(CONFORMANCE) else "impl"}
         for extra in ("reason", "message"):
             if extra in hit:
                 row[extra] = hit[extra]
         if hit["outcome"] == "failed" and key in COUNTEREXAMPLES:
             row["counterexample"] = COUNTEREXAMPLES[key]
         rows.append(row)
-    return rows
+    return sorted(rows, key=_row_order)
+
+
+def run_laws(profile: str, select: str | None = None, quiet: bool = True, target: str | None = None,
+             device: str = "cpu", variant: str | None = None) -> list[dict[str, Any]]:
+    """Every column's rows (run_column) for the target a spec names, on device, each variant in turn."""
+    plan = prepare(target, device, variant)
+    return [r for c in plan.columns for r in run_column(plan, c, profile, select, quiet)]
 
 
 def _inputs(ce: dict[str, Any]) -> str:
@@ -135,50 +219,77 @@ def _note(r: dict[str, Any]) -> str:
     return str(r.get("message", ""))
 
 
-def table(rows: list[dict[str, Any]]) -> str:
-    head = ("| family | law | holds | known | examples | result | time (s) | note |\n"
-            "| --- | --- | --- | --- | ---: | --- | ---: | --- |\n")
-    return head + "".join(f"| {r['family']} | {r['law']} | {str(r['holds']).replace('|', '/')} | "
-                          f"{r.get('known', '')} | {r['examples']} | "
-                          f"{r['result']} | "
-                          f"{r['seconds']:.2f} | {_note(r).replace('|', '/')} |\n" for r in rows)
+def counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """How many rows have each result, in RESULTS' order."""
+    return {k: sum(r["result"] == k for r in rows) for k in RESULTS}
 
 
-def exit_code(rows: list[dict[str, Any]], target: str) -> int:
-    """impl: 1 when a law fails or errs (or none ran). Another target: a failing law is a finding, reported with
-    its counterexample, so 1 only when a law errs (a bug in the law or the adapter) or none ran."""
+def total_line(rows: list[dict[str, Any]], context: str = "") -> str:
+    """The table's one total: "total: 95 laws: 94 passed, 0 failed, 1 not applicable (context)"; a table of several
+    columns (variants) counts law runs."""
+    labels = list(dict.fromkeys(r["target"] for r in rows))
+    what = (f"{len(rows)} law{'s' if len(rows) != 1 else ''}" if len(labels) <= 1
+            else f"{len(rows)} law runs over {len(labels)} columns")
+    c = counts(rows)
+    said = ", ".join(f"{v} {k}" for k, v in c.items() if v or k in ("passed", "failed"))
+    return f"total: {what}: {said}" + (f" ({context})" if context else "")
+
+
+def table(rows: list[dict[str, Any]], context: str = "", notes: bool = True) -> str:
+    """The law table in Markdown, each law once per suite (and column): suite, [target,] family, law, holds,
+    known, examples, result, time, [note], then the total line. The target column appears when the rows come
+    from more than one column."""
+    many = len({r["target"] for r in rows}) > 1
+    cols = ["suite", *(["target"] if many else []), "family", "law", "holds", "known", "examples", "result",
+            "time (s)", *(["note"] if notes else [])]
+    align = {"examples": "---:", "time (s)": "---:"}
+
+    def cell(r: dict[str, Any], c: str) -> str:
+        v = {"time (s)": f"{r['seconds']:.2f}", "note": _note(r) if notes else ""}.get(c)
+        return (str(r.get(c, "")) if v is None else v).replace("|", "/")
+    lines = ["| " + " | ".join(cols) + " |", "| " + " | ".join(align.get(c, "---") for c in cols) + " |"]
+    lines += ["| " + " | ".join(cell(r, c) for c in cols) + " |" for r in rows]
+    return "\n".join(lines) + "\n\n" + total_line(rows, context) + "\n"
+
+
+def exit_code(rows: list[dict[str, Any]], own: bool, allow_not_run: bool = False) -> int:
+    """The harness's own target: 1 when a law fails or errs. Another target: a failing law is a finding, reported
+    with its counterexample, so 1 only when a law errs (a bug in the law or the adapter). Either: 1 when no law ran,
+    or when every law was "not run" (the target's library is missing, there is no GPU) unless allow_not_run."""
     if not rows:
         return 1
-    bad = ("failed", "error") if target == "impl" else ("error",)
-    return 1 if any(r["result"] in bad for r in rows) else 0
+    bad = ("failed", "error") if own else ("error",)
+    if any(r["result"] in bad for r in rows):
+        return 1
+    if not allow_not_run and all(r["result"] == "not run" for r in rows):
+        return 1
+    return 0
 
 
-def run_and_print(profile: str, select: str | None = None, json_path: pathlib.Path | None = None,
-                  target: str = "impl", device: str = "cpu") -> int:
-    """Run the laws under the profile against the target, print the table and a summary line, and write the rows
-    to json_path if given (atomically), with the target's versions and the machine. On "cuda" PyTorch runs twice,
-    TF32 off then on (without a GPU both say "not run: no GPU"). Returns exit_code's answer."""
-    from bendtorch.laws.targets import describe
-
+def run_and_print(plan: Plan, profile: str, select: str | None = None, json_path: pathlib.Path | None = None,
+                  allow_not_run: bool = False) -> int:
+    """Run the laws of a prepared plan (each column in turn), print the table and its total line, and write the
+    rows to json_path if given (atomically) with the columns' versions and the machine record of the target's
+    libraries. Returns exit_code's answer; when every law was not run it says so on stderr."""
     t0 = time.time()
-    runs = [False, True] if device == "cuda" else [False]
-    rows: list[dict[str, Any]] = []
-    for tf32 in runs:
-        rows += run_laws(profile, select, target=target, device=device, tf32=tf32)
+    rows = [r for c in plan.columns for r in run_column(plan, c, profile, select)]
     seconds = time.time() - t0
-    print(table(rows))
-    counts = {k: sum(r["result"] == k for r in rows) for k in ("passed", "failed", "error", "not applicable",
-                                                                "not run")}
-    print(", ".join(f"{v} {k}" for k, v in counts.items() if v or k in ("passed", "failed")) +
-          f" ({seconds:.1f} s, profile {profile}, target {target}" + (f" {device}" if device != "cpu" else "") + ")")
+    name = plan.resolved.record.name
+    where = f" {plan.device}" if plan.device != "cpu" else ""
+    print(table(rows, context=f"{seconds:.1f} s, profile {profile}, target {name}{where}"))
     if json_path is not None:
         from bendtorch.records.durable import write_json
-        from bendtorch.records.machine import PROBES, machine
-        doc = {"schema_version": SCHEMA_VERSION, "profile": profile, "target": target, "device": device,
-               "seconds": round(seconds, 1), "targets": [describe(target, device, tf32) for tf32 in runs],
-               "machine": machine([target] if target in PROBES else []), "rows": rows}
+        from bendtorch.records.machine import machine
+        doc = {"schema_version": SCHEMA_VERSION, "profile": profile, "target": name, "spec": plan.resolved.spec,
+               "origin": plan.resolved.how, "device": plan.device, "seconds": round(seconds, 1),
+               "targets": [c.described for c in plan.columns], "machine": machine(plan.libraries()), "rows": rows}
         write_json(json_path, doc)
-    return exit_code(rows, target)
+    code = exit_code(rows, plan.resolved.record.own, allow_not_run)
+    if rows and all(r["result"] == "not run" for r in rows) and not allow_not_run:
+        why = "; ".join(dict.fromkeys(c.described.get("not_run", "") for c in plan.columns)) or rows[0].get("reason")
+        print(f"bendtorch laws: every law of {name}{where} was not run ({why}); --allow-not-run exits 0",
+              file=sys.stderr)
+    return code
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -239,18 +350,18 @@ def conformance_markdown(results: list[dict[str, Any]]) -> str:
 
 
 def load_results(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The JSON documents of a conformance results folder, in the order of TARGETS (impl, torch, jax), CPU first."""
-    from bendtorch.laws.targets import TARGETS
+    """The JSON documents of a conformance results folder, the built-in targets in their records' order (each
+    target's devices in its record's order), then any other target."""
+    from bendtorch.records.targets import order
     docs = [json.loads(f.read_text()) for f in sorted(pathlib.Path(folder).glob("*.json"))]
-    return sorted(docs, key=lambda d: (TARGETS.index(d.get("target", "impl")) if d.get("target") in TARGETS
-                                       else len(TARGETS), d.get("device", "cpu") != "cpu"))
+    return sorted(docs, key=lambda d: order(d.get("target", "impl"), d.get("device", "cpu")))
 
 
 def write_conformance(folder: str | os.PathLike[str]) -> pathlib.Path:
     """Write folder/CONFORMANCE.md (atomically): the conformance table of the JSON documents in folder."""
     from bendtorch.records.durable import write_text
     out = pathlib.Path(folder) / "CONFORMANCE.md"
-    head = ("# Conformance: the laws held against impl, PyTorch and JAX\n\n"
+    head = ("# Conformance: the laws held against every target\n\n"
             "Each document here was written by `bendtorch laws --target T [--device D] --json T.json` (profile ci); "
             "this table by `bendtorch.laws.run.write_conformance`. holds: no counterexample in the examples tried; "
             "**fails**: the smallest counterexample hypothesis found is below and, with the inputs' bits, in the "

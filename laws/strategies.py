@@ -11,10 +11,6 @@ from hypothesis.extra import numpy as hnp
 
 F32 = np.float32
 
-SPECIAL = [0.0, -0.0, 1e-45, -1e-45, 1.1754942e-38, 1.1754944e-38, -1.1754944e-38, 3.4028235e38, -3.4028235e38,
-           1e-30, -1e-30, 1e30, -1e30, 1.0, -1.0, 0.5]
-
-
 def f32(allow_nan: bool = False, allow_infinity: bool = False, max_abs: float | None = None) -> st.SearchStrategy[Any]:
     """One float32: anything finite by default (subnormals and both zeros included), bounded by max_abs if given."""
     if max_abs is None:

@@ -26,7 +26,7 @@ from bendtorch.impl.kernels import attention as AK
 from bendtorch.impl.kernels.index import kv_of
 from bendtorch.impl.kernels import libm
 from bendtorch.impl.layers.attention import Attention
-from bendtorch.laws.registry import law
+from bendtorch.laws.registry import law, need_threads
 from bendtorch.laws.strategies import arrays, attn_shapes, elems, scales
 
 F32 = np.float32
@@ -384,7 +384,8 @@ def test_kv_cols(prob: Any) -> None:
 
 
 def _threads(k: int) -> None:
-    numba.set_num_threads(min(k, int(getattr(numba.config, "NUMBA_NUM_THREADS"))))
+    need_threads(k)
+    numba.set_num_threads(k)
 
 
 @st.composite

@@ -3,9 +3,9 @@ training step of the seed's `tiny` Llama (impl.llama: t = 16, d = 32, 4 heads ov
 bytes as tokens; main.bend lines 2120-2742 and the combinators): forward, cross-entropy, backward and one optimizer
 step, over batch sizes 1, 2, 3 (not a power of two), weight seeds, token batches and every optimizer.
 
-Each example runs the step on 2 threads once and on 1 thread twice; on this shared 2-core machine a 2-thread step
-costs up to seconds (every parallel launch waits for a busy core), so the law runs a fifth of the profile's examples
-(at least 2; ci and deep keep their ratio of 100)."""
+Each example runs the step on 2 threads once and on 1 thread twice; on a loaded machine a 2-thread step waits for a
+busy core at every parallel launch, so the law runs a fifth of the profile's examples (at least 2; ci and deep keep
+their ratio of 100)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from bendtorch.impl.checkpoint import train_dump
 from bendtorch.impl.llama import build, config
 from bendtorch.impl.optim import CAdamWBF16, CMomentum, CSGD, adam, adamw
 from bendtorch.impl.train import train_new, train_step
-from bendtorch.laws.registry import law, scaled
+from bendtorch.laws.registry import law, need_threads, scaled
 from bendtorch.laws.strategies import seeds
 
 F32 = np.float32
@@ -34,7 +34,8 @@ CFGS: dict[str, Any] = {
 def run(b: int, seed: int, cfg_name: str, steps: int, threads: int) -> tuple[Any, Any]:
     """`steps` training steps of tiny at batch b from seed's weights and tokens, on `threads` numba threads: the
     whole training state's words (train_dump) and the losses' words."""
-    numba.set_num_threads(min(threads, int(getattr(numba.config, "NUMBA_NUM_THREADS"))))
+    need_threads(threads)
+    numba.set_num_threads(threads)
     m = build(impl, config("tiny"), b)
     cfg = CFGS[cfg_name]
     tr = train_new(m.layer, cfg, m.init(seed & 0xFFFF))

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from bendtorch.impl.bits import same_bits
 from bendtorch.impl.optim import CAdamW, CAdamWBF16, CMomentum, CSGD, adam, adamw, beta_ok, opt_at, opt_mat, state_new
-from bendtorch.impl.protocol import NoMom, OneMom, OptState, Packed, PNew, TwoMom, state_join, state_split
+from bendtorch.impl.optstate import NoMom, OneMom, OptState, Packed, PNew, TwoMom, state_join, state_split
 from bendtorch.laws.registry import law
 from bendtorch.laws.strategies import dims, mats
 

@@ -1,7 +1,7 @@
 """The `proofs` family: each statement of laws/proofs.py, proved by z3 for every value within its bounds (main.bend
 line 20: the seed's laws are checked by Bend's kernel for every size). One law per proof, generated from the
 table laws.proofs.PROOFS; a law that does not hold prints z3's counterexample (its message, and the note of its row
-in `bendtorch laws`). tests/test_proofs.py shows each proof failing on a broken function."""
+in `bendtorch laws`). tests/test_proof_engine.py shows each proof failing on a broken function."""
 
 from __future__ import annotations
 

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 import bendtorch.impl as L
 from bendtorch.impl.optim import adamw, opt_at, state_new
-from bendtorch.impl.protocol import Layer, check_value, structure_diff
+from bendtorch.impl.protocol import Layer
+from bendtorch.impl.specs import check_value, structure_diff
 from bendtorch.laws.catalog import (KINDS, Src, leaves, mat_layer, of_kind, same_shape, same_tree, same_value, tie,
                           tree_copy, value_of)
 from bendtorch.laws.registry import law

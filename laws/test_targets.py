@@ -1,5 +1,6 @@
-"""Conformance laws: each statement and its strategy written once, held against the target chosen with
-`--target impl|torch|jax` (`bendtorch laws --target ...`), through the adapters of bendtorch.laws.targets.
+"""Conformance laws: each statement and its strategy written once, held against the target the session names
+(`bendtorch laws --target SPEC`, or pytest's `--bendtorch-target SPEC` through the plugin bendtorch.laws.plugin:
+a built-in target, pkg.mod:attr or an entry point), through the adapters of bendtorch.targets.
 
 Every law compares bits. Where an operation has no meaning for a library the adapter raises NotApplicable and the law
 reports "not applicable" with the reason; where it cannot run here, "not run" with the reason; never a pass. A law
@@ -25,8 +26,8 @@ from hypothesis.extra import numpy as hnp
 from bendtorch.impl.llama import LlamaCfg, config
 from bendtorch.laws.registry import law, scaled
 from bendtorch.laws.strategies import bits32, fill_rng, seeds
-from bendtorch.laws.targets import OPTS, NotApplicable, NotRun, Opt, Target
 from bendtorch.laws.verdict import exact_rne, expect_same, fail
+from bendtorch.targets.base import OPTS, NotApplicable, NotRun, Opt, Target
 
 F32 = np.float32
 
@@ -37,6 +38,12 @@ OUTS = [1, 16]                   # Linear's outputs
 ATTN = [(3, 1, 2, 4), (8, 2, 3, 8)]
 TINY = config("tiny")            # the seed's tiny Llama (t = 16)
 STEP = config("tiny", t=1)       # the same model on one token per sequence: a one-token step's shapes
+
+
+@pytest.fixture(scope="session")
+def target(bendtorch_target: Target) -> Target:
+    """The target every law here is held to: the plugin's bendtorch_target."""
+    return bendtorch_target
 
 
 @contextlib.contextmanager

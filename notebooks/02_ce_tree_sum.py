@@ -86,7 +86,7 @@ for c in CLASSES:
 # %% [markdown]
 # **The loss value over the batch.** Beside the sum over classes, the seed's loss value is the mean of the per-row
 # losses, summed left to right in float32 over the n rows: its error grows with n, while PyTorch's mean stays near
-# one ulp. The committed study (`python -m bendtorch.reference.findings.orders`, 256 classes, seeds 0-7) gives the
+# one ulp. The committed study (`bendtorch study orders`, 256 classes, seeds 0-7) gives the
 # loss value's relative error against the float64 oracle, median and range over the seeds, for n up to 8192.
 
 # %%
@@ -110,7 +110,8 @@ if ce is not None:
     print({name: round(by_n[str(max(ce["ns"]))]["median"], 2) for name, by_n in ce["methods"].items()},
           f"(median u at n = {max(ce['ns'])})")
 else:
-    print("reports/results/findings/orders.json is missing: run python -m bendtorch.reference.findings.orders")
+    print("reports/results/findings/orders.json is missing: `bendtorch study orders --out reports/results/findings`"
+          " writes it")
 
 # %%
 r = res[49152]

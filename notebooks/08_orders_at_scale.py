@@ -57,9 +57,9 @@ RATIO = 3.0     # "several times PyTorch's": impl's median error at least 3x PyT
 
 # %%
 with U.Timer() as tm:
-    res = O.study(full=FULL)   # small: widths to 8192, n to 2048, 3 seeds, positions to 2048
+    res = O.study(small=not FULL)   # small: widths to 8192, n to 2048, 3 seeds, positions to 2048
 print(f"measured in {tm.s:.1f} s")
-v = O.verdict(res)
+v = res["verdict"]
 v
 
 # %%
@@ -79,11 +79,11 @@ show(res, f"this run ({'full' if FULL else 'small'} size)")
 # %%
 full = U.finding("orders")
 if full is not None:
-    print("committed full run:", full["command"], "|", full["versions"].get("torch"))
+    print("committed full run:", full["command"], "|", U.machine_of(full))
     show(full, "committed full run (reports/results/findings/orders.json)")
     print(full["verdict"])
 else:
-    print("no committed full run (python -m bendtorch.reference.findings.orders writes it)")
+    print("no committed full run (`bendtorch study orders --out reports/results/findings` writes it)")
 
 # %%
 sm = v["softmax_impl_median_u"] / v["softmax_torch_median_u"]

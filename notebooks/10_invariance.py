@@ -68,7 +68,7 @@ plt.figure(figsize=(14, 4)); plt.imshow(img); plt.axis("off"); plt.show()
 full = U.finding("invariance")
 if full is not None:
     print("committed full run:", full["command"], "| numba threads", full["numba_threads"],
-          "| torch", full["versions"].get("torch"))
+          "|", U.machine_of(full))
     for name, ops in full["summary"].items():
         for op, v in ops.items():
             print(f"{name:>6} {op:<26} {v}")

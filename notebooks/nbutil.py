@@ -3,8 +3,8 @@
     import nbutil as U
 
 Importing it runs numba's parallel kernels on one thread unless the caller set NUMBA_NUM_THREADS: the notebooks'
-arrays are small, and on a shared 2-core machine numba's thread pool costs 100x more than it saves on a tiny Llama
-step. impl's kernels give the same bits on any thread count, so the figures do not change. PyTorch runs float32 on
+arrays are small, and numba's thread pool costs more than it saves on a tiny Llama step (much more on a loaded
+machine). impl's kernels give the same bits on any thread count, so the figures do not change. PyTorch runs float32 on
 2 threads (reference.torch_ref.torch_mod).
 
 The notebooks take from the library what the library has (training impl, the oracle and PyTorch from the same
@@ -12,12 +12,12 @@ weights, drift and distributions over seeds: bendtorch.reference.trio; the Adam 
 What lives here (nothing in impl/ is changed):
 - sizes: `size()` reads BENDTORCH_NB_SIZE ("small", the default and CI's, or "full");
 - `banner()`, `verdict(v)`: the first and the last lines every notebook prints; `finding(name)`: a measured result
-  committed under reports/results/findings/ (the command that made it is inside);
+  committed under reports/results/findings/ (the command that made it is inside), `machine_of(result)` the machine
+  it was measured on;
 - the variants the seed replaced, written as numba kernels in the seed's float32 order so that impl can be set beside
   them: cross-entropy with a running float32 sum of exponentials (`ce_rows_running`), cross-entropy's old pick
-  loss - log(max(p[y], 1e-12)) (`ce_rows_oldpick`), a running float32 sum (`running_sum`), and RMSNorm / LayerNorm
-  whose row sums are pairwise (impl's tree_sum order) instead of left to right (`rms_fwd_pairwise`,
-  `ln_fwd_pairwise`);
+  loss - log(max(p[y], 1e-12)) (`ce_rows_oldpick`), and RMSNorm / LayerNorm whose row sums are pairwise (impl's
+  tree_sum order) instead of left to right (`rms_fwd_pairwise`, `ln_fwd_pairwise`);
 - `normwise_u(x, exact)`: max |x - exact| / max |exact| in units of u = 2^-24.
 """
 
@@ -77,6 +77,15 @@ def finding(name: str) -> dict[str, Any] | None:
     return r
 
 
+def machine_of(result: dict[str, Any]) -> str:
+    """The machine a result was measured on, in one line (records.machine.describe); an older result without a
+    machine record gives the library versions it recorded."""
+    from bendtorch.records.machine import describe
+    if "machine" not in result:
+        return ", ".join(f"{k} {v}" for k, v in result.get("versions", {}).items()) or describe(None)
+    return describe(result["machine"], ["torch"])
+
+
 def torch() -> Any:
     """torch, float32, on 2 threads (reference.torch_ref.torch_mod)."""
     from bendtorch.reference.torch_ref import torch_mod
@@ -105,15 +114,6 @@ class Timer:
 # ---------------------------------------------------------------------------------------------------------------
 # sums
 # ---------------------------------------------------------------------------------------------------------------
-
-@numba.njit(cache=True)
-def running_sum(a: F) -> np.float32:
-    """((0 + a[0]) + a[1]) + ... in float32: the seed's left-to-right order (sdot's, main.bend line 1304)."""
-    s = _ZERO
-    for k in range(a.size):
-        s = s + a[k]
-    return s
-
 
 @numba.njit(cache=True)
 def squares_running(x: F) -> np.float32:

@@ -6,7 +6,8 @@ as impl, so a model is built in either library with one word changed:
     m = L.Seq(L.Linear(8, 4, 16), L.Seq(L.GELUErf(8, 16), L.Linear(8, 16, 3)))
 
 Every value is float64 (Layer.dtype is np.float64); oracle.from_impl converts impl's float32 values exactly.
-It imports only impl.protocol, impl.combinators and impl.optim's configuration classes from impl.
+It imports only impl's protocol (impl.protocol, impl.specs, impl.optstate), impl.combinators and impl.optim's
+configuration classes from impl.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import numpy.typing as npt
 from bendtorch.impl import combinators as _C
 from bendtorch.impl.combinators import Both, Fork, Residual, Seq, Tie, tree_add
 from bendtorch.impl.optim import CAdam, CAdamW, CAdamWBF16, CMomentum, CSGD, adam, adamw
-from bendtorch.impl.protocol import Layer, PairSpec, Spec
+from bendtorch.impl.protocol import Layer
+from bendtorch.impl.specs import PairSpec, Spec
 from bendtorch.oracle.convert import from_impl, to_f64_params
 from bendtorch.oracle import funcs as _funcs
 from bendtorch.oracle.funcs import *  # noqa: F403  (every activation of the op table, by its name)

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from bendtorch.impl.protocol import Bwd, Fwd, Layer, MatSpec, PairSpec, ShapeError, check_dims, layer_name, param_free
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, check_dims, layer_name, param_free
+from bendtorch.impl.specs import MatSpec, PairSpec, ShapeError
 
 D = npt.NDArray[np.float64]
 AttnX = tuple[D, tuple[D, D]]

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from bendtorch.impl.protocol import NoMom, OneMom, Packed, TwoMom
+from bendtorch.impl.optstate import NoMom, OneMom, Packed, TwoMom
 from bendtorch.oracle.layers import DropP, LN, Lin
 
 _RECORDS: dict[str, Any] = {"Lin": Lin, "LN": LN, "DropP": DropP}

@@ -17,7 +17,8 @@ import mpmath
 import numpy as np
 import numpy.typing as npt
 
-from bendtorch.impl.protocol import Bwd, Fwd, Layer, MatSpec, check_dims, layer_name, param_free
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, check_dims, layer_name, param_free
+from bendtorch.impl.specs import MatSpec
 
 F64 = npt.NDArray[np.float64]
 ActLayer = Layer[None, F64, F64, F64]

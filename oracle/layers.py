@@ -20,9 +20,10 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from bendtorch.impl.protocol import (Bwd, Flat, Fwd, IdsSpec, Layer, Loaded, MatSpec, Opt, OptState, ShapeError, Step,
-                                     check_dims, check_eps, check_prob, check_seed, layer_name, mat_param, pair_param,
-                                     param_free)
+from bendtorch.impl.optstate import Opt, OptState
+from bendtorch.impl.protocol import (Bwd, Fwd, Layer, Loaded, Step, check_dims, check_eps, check_prob, check_seed,
+                                     layer_name, mat_param, pair_param, param_free)
+from bendtorch.impl.specs import Flat, IdsSpec, MatSpec, ShapeError
 from bendtorch.oracle.hyper import dec, recip_one_minus
 from bendtorch.oracle.optim import opt_mat
 

@@ -12,7 +12,7 @@ non-negatives), so their sum is too: no cancellation however confident the row (
 everything once t < 2^-53). An exp(z_j - m) that underflows float64 is below 2^-1074, and changes t by a relative
 amount only if t itself is below ~2^-1000, where the row's loss (about t) is far below float32's smallest subnormal
 2^-149; the mean adds non-negative row losses. The gradient p_j - [j = y] is p_j = e_j / (1 + t) off the label and
--(sum of e over j != y) / (1 + t) at it, again without a difference. tests/test_oracle.py checks this against
+-(sum of e over j != y) / (1 + t) at it, again without a difference. tests/test_oracle_math.py checks this against
 oracle.mp.ce_row_mp (50 digits) on rows whose loss is 1e-30.
 """
 
@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from bendtorch.impl.protocol import Loss, LossOut, MatSpec, ShapeError, check_dims, check_value, layer_name
+from bendtorch.impl.protocol import Loss, LossOut, check_dims, layer_name
+from bendtorch.impl.specs import MatSpec, ShapeError, check_value
 from bendtorch.oracle.layers import row_exp
 
 F64 = npt.NDArray[np.float64]

@@ -1,12 +1,12 @@
 """mpmath at high precision, where float64 might not be enough (and to check that it is).
 
 - `erf_mp(x)`: erf at `dps` decimal digits, rounded once to float64 (checks oracle.funcs.erf/erfc and GELUErf).
-- `lse_mp(row)`: log(sum(exp(row))) at enough digits for the row's exponent range (`row_dps`).
-- `ce_row_mp(row, y)`: one cross-entropy row, log(sum(exp(row))) - row[y], likewise: the loss of a
+- `ce_row_mp(row, y)`: one cross-entropy row, log(sum(exp(row))) - row[y], at enough digits for the row's exponent
+  range (`row_dps`): the loss of a
   confident row is a tiny difference of two numbers near row[y], which float64 computed naively (log of a sum near 1)
   would lose entirely. oracle.losses.CrossEntropy does not need this at run time: it writes the row's loss as
   log1p(sum of exp(z_j - m) over every j but one argmax) + (m - z_y), a sum of non-negative terms with no cancellation;
-  tests/test_oracle.py checks that form against ce_row_mp on rows where the naive float64 form gives 0.
+  tests/test_oracle_math.py checks that form against ce_row_mp on rows where the naive float64 form gives 0.
 """
 
 from __future__ import annotations
@@ -43,14 +43,6 @@ def row_dps(row: Sequence[float] | npt.NDArray[Any], extra: int = DPS) -> int:
     fin = a[np.isfinite(a)]
     span = float(np.max(fin) - np.min(fin)) if fin.size else 0.0
     return extra + min(5000, int(span / math.log(10.0)) + 1)
-
-
-def lse_mp(row: Sequence[float] | npt.NDArray[Any], dps: int | None = None) -> float:
-    """log(sum(exp(row))) at dps digits (default: row_dps(row)); mpmath's exp has no overflow (its exponent is
-    unbounded); rounded to float64."""
-    with mpmath.workdps(dps or row_dps(row)):
-        s = mpmath.fsum(mpmath.exp(mpmath.mpf(float(v))) for v in row)
-        return float(mpmath.log(s))
 
 
 def ce_row_mp(row: Sequence[float] | npt.NDArray[Any], y: int, dps: int | None = None) -> float:

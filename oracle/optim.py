@@ -24,14 +24,14 @@ import numpy as np
 import numpy.typing as npt
 
 from bendtorch.impl.optim import CAdam, CAdamW, CAdamWBF16, CMomentum, CSGD
-from bendtorch.impl.protocol import Adam, Momentum, NoMom, OneMom, Opt, OptState, SGD, Step, TwoMom
+from bendtorch.impl.optstate import Adam, Momentum, NoMom, OneMom, Opt, OptState, SGD, TwoMom
+from bendtorch.impl.protocol import Step
 from bendtorch.oracle.hyper import beta_ok32, dec, one_minus, one_minus_pow
 
 F64 = npt.NDArray[np.float64]
 f64 = np.float64
 
 OptCfg = Union[CSGD, CMomentum, CAdam, CAdamW, CAdamWBF16]
-AdamCfg = Union[CAdam, CAdamW, CAdamWBF16]
 
 
 def is_adam(cfg: OptCfg) -> bool:

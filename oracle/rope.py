@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from bendtorch.impl.protocol import Bwd, Fwd, Layer, MatSpec, ShapeError, check_dims, layer_name, param_free
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, check_dims, layer_name, param_free
+from bendtorch.impl.specs import MatSpec, ShapeError
 
 D = npt.NDArray[np.float64]
 

@@ -13,7 +13,9 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from bendtorch.impl.protocol import Layer, Loss, OptState, ShapeError, structure_diff
+from bendtorch.impl.optstate import OptState
+from bendtorch.impl.protocol import Layer, Loss
+from bendtorch.impl.specs import ShapeError, structure_diff
 from bendtorch.oracle.optim import OptCfg, cfg_ok, opt_at, q_at, state_new
 
 P = TypeVar("P")

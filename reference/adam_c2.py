@@ -20,22 +20,19 @@ Why a pairing can matter (`v_over_q2_bias`): Adam divides sqrt(v) by sqrt(q2); o
 carries c2_q (or the power), so v / q2 is off the exact c2 / (1 - b2^t) by a factor that is constant (1 for a matched
 pairing) or drifts with t (a mismatched one): that factor, not c2's size, moves the step.
 
-    python -m bendtorch.reference.adam_c2 --seeds 10 --lrs 1e-3 3e-3 --out reports/results/findings/adam_c2
+    bendtorch study adam_c2 --seeds 10 --lrs 1e-3 3e-3 --out reports/results/findings
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import pathlib
-import sys
 import time
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from bendtorch.records.machine import impl_digest
 from bendtorch.oracle.hyper import one_minus, one_minus_pow
 from bendtorch.reference import trio
 
@@ -228,25 +225,14 @@ def plot(r: dict[str, Any], path: pathlib.Path) -> None:
     trio.save_figure(figure, r, path, dpi=110)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bendtorch.reference.adam_c2", description=__doc__.split("\n\n")[0])
-    p.add_argument("--seeds", type=int, default=10, help="seeds 0 .. N-1 (default 10)")
-    p.add_argument("--lrs", type=float, nargs="+", default=[1e-3, 3e-3], help="learning rates (default 1e-3 3e-3)")
-    p.add_argument("--steps", type=int, default=100, help="AdamW steps (default 100)")
-    p.add_argument("--out", type=pathlib.Path, required=True, help="writes OUT.json and OUT.png")
-    a = p.parse_args(argv)
-    if a.seeds < 1 or a.steps < 1:
-        print("adam_c2: error: --seeds and --steps must be >= 1", file=sys.stderr)
-        return 2
-    fp = impl_digest()  # impl's source when the run starts
-    r = study(range(a.seeds), a.lrs, a.steps, progress=lambda s: print(s, file=sys.stderr, flush=True))
-    r["command"] = "python -m bendtorch.reference.adam_c2 " + " ".join(argv if argv is not None else sys.argv[1:])
-    r["impl_fingerprint"] = fp
+def run(seeds: int = 10, lrs: Sequence[float] = (1e-3, 3e-3), steps: int = 100,
+        progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """`study` on seeds 0 .. seeds-1 with its `verdict`."""
+    r = study(range(seeds), lrs, steps, progress=progress)
     r["verdict"] = verdict(r)
-    trio.write_study(r, a.out, figure, dpi=110)
-    print(json.dumps(r["verdict"], indent=1))
-    return 0
+    return r
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def text(r: dict[str, Any]) -> str:
+    """The verdict, as JSON."""
+    return json.dumps(r["verdict"], indent=1)

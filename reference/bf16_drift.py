@@ -1,17 +1,14 @@
 """AdamW with packed BF16 moments (CAdamWBF16, main.bend lines 297-301): the tiny Llama's drift from float64 with
 float32 moments, BF16 m, BF16 m and v, beside PyTorch's float32 AdamW, over seeds (reference/trio.py drift_study).
 
-    python -m bendtorch.reference.bf16_drift --seeds 8 --out reports/results/findings/bf16_drift
+    bendtorch study bf16_drift --seeds 8 --out reports/results/findings
 """
 
 from __future__ import annotations
 
-import argparse
 import pathlib
-import sys
 from typing import Any, Callable, Sequence
 
-from bendtorch.records.machine import impl_digest
 from bendtorch.reference import trio
 
 
@@ -62,25 +59,17 @@ def figure(r: dict[str, Any]) -> Any:
     return fig
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bendtorch.reference.bf16_drift", description=__doc__.split("\n\n")[0])
-    p.add_argument("--seeds", type=int, default=8, help="seeds 0 .. N-1 (default 8)")
-    p.add_argument("--steps", type=int, default=100, help="AdamW steps (default 100)")
-    p.add_argument("--lr", type=float, default=1e-3, help="learning rate (default 1e-3)")
-    p.add_argument("--out", type=pathlib.Path, required=True, help="writes OUT.json and OUT.png")
-    a = p.parse_args(argv)
-    if a.seeds < 1 or a.steps < 1:
-        print("bf16_drift: error: --seeds and --steps must be >= 1", file=sys.stderr)
-        return 2
-    fp = impl_digest()  # impl's source when the run starts
-    r = study(range(a.seeds), a.steps, a.lr, progress=lambda s: print(s, file=sys.stderr, flush=True))
-    r["command"] = "python -m bendtorch.reference.bf16_drift " + " ".join(argv if argv is not None else sys.argv[1:])
-    r["impl_fingerprint"] = fp
-    trio.write_study(r, a.out, figure)
-    for k in r["variants"]:
-        print(f"{k}: final drift {trio.fmt_distribution(r['final'][k])}")
-    return 0
+def plot(r: dict[str, Any], path: pathlib.Path) -> None:
+    """`figure(r)` written to path (PNG), without a display."""
+    trio.save_figure(figure, r, path)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def run(seeds: int = 8, steps: int = 100, lr: float = 1e-3,
+        progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """`study` on seeds 0 .. seeds-1."""
+    return study(range(seeds), steps, lr, progress=progress)
+
+
+def text(r: dict[str, Any]) -> str:
+    """Each variant's final drift over the seeds."""
+    return "\n".join(f"{k}: final drift {trio.fmt_distribution(r['final'][k])}" for k in r["variants"])

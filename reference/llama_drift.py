@@ -7,15 +7,14 @@ seed's NOTES used to pick its Adam constants).
 Which float32 run ends closer to float64 changes with the seed (training amplifies single rounding differences
 chaotically), so the figure to quote is `drift_over_seeds`: the median and range over several seeds, seeds listed.
 
-`drift()` returns one seed's figures; `drift_over_seeds()` their distribution; `plot(result, path)` draws one run.
-reports/ calls them (`bendtorch report`)."""
+`drift()` returns one seed's figures; `drift_over_seeds()` their distribution (`bendtorch study llama_drift`);
+`plot(result, path)` draws either. reports/ calls them (`bendtorch report`)."""
 
 from __future__ import annotations
 
 import pathlib
 from typing import Any, Sequence
 
-from bendtorch.records.machine import impl_digest
 from bendtorch.reference import trio
 
 
@@ -104,31 +103,11 @@ def plot(r: dict[str, Any], path: pathlib.Path) -> None:
     trio.save_figure(figure, r, path, dpi=120)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    import argparse
-    import sys
-
-    p = argparse.ArgumentParser(prog="python -m bendtorch.reference.llama_drift",
-                                description="tiny Llama's drift from float64 in impl and PyTorch, over seeds")
-    p.add_argument("--seeds", type=int, default=8, help="seeds 0 .. N-1 (default 8)")
-    p.add_argument("--steps", type=int, default=100, help="AdamW steps (default 100)")
-    p.add_argument("--lr", type=float, default=3e-3, help="learning rate (default 3e-3)")
-    p.add_argument("--out", type=pathlib.Path, required=True, help="writes OUT.json and OUT.png")
-    a = p.parse_args(argv)
-    if a.seeds < 1 or a.steps < 1:
-        print("llama_drift: error: --seeds and --steps must be >= 1", file=sys.stderr)
-        return 2
-    fp = impl_digest()  # impl's source when the run starts
-    r = drift_over_seeds(range(a.seeds), a.steps, lr=a.lr)
-    r["command"] = "python -m bendtorch.reference.llama_drift " + " ".join(argv if argv is not None else sys.argv[1:])
-    r["impl_fingerprint"] = fp
-    trio.write_study(r, a.out, figure, dpi=120)
-    for k in ("impl", "torch", "ratio"):
-        print(f"final {k}: {trio.fmt_distribution(r[k])}")
-    return 0
+def run(seeds: int = 8, steps: int = 100, lr: float = 3e-3) -> dict[str, Any]:
+    """`drift_over_seeds` on seeds 0 .. seeds-1."""
+    return drift_over_seeds(range(seeds), steps, lr=lr)
 
 
-if __name__ == "__main__":
-    import sys
-
-    sys.exit(main())
+def text(r: dict[str, Any]) -> str:
+    """The final drifts of impl and PyTorch and their ratio, over the seeds."""
+    return "\n".join(f"final {k}: {trio.fmt_distribution(r[k])}" for k in ("impl", "torch", "ratio"))

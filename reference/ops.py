@@ -336,8 +336,9 @@ OPS: list[Op] = LAYERS + LOSSES + COMBOS + OPTIMIZERS
 
 # impl's public constructors the table does not compare with PyTorch here, and where they are covered instead
 COVERED_ELSEWHERE: dict[str, str] = {
-    "RoPE": "tests/reference/test_attention.py (impl, oracle and PyTorch's Llama rotary embedding) and laws/test_rope.py",
-    "Attention": "tests/reference/test_attention.py (against PyTorch's scaled_dot_product_attention) and "
+    "RoPE": "tests/reference/test_attention_vs_torch.py (impl, oracle and PyTorch's Llama rotary embedding) and "
+            "laws/test_rope.py",
+    "Attention": "tests/reference/test_attention_vs_torch.py (against PyTorch's scaled_dot_product_attention) and "
                  "laws/test_attention.py",
     "Id": "laws/test_protocol.py (Seq's unit, bit for bit)",
     "Seq": "the compositions below (COMBOS) and laws/test_protocol.py",

@@ -11,7 +11,7 @@ operations, but
       the loop is contracted to an FMA as well: measured on every position, not only the vector body), of `lerp`
       (weight < 0.5: fma(w, end - self, self)) and of `addcmul` (fma(value*t1, t2, self));
   (Q) takes a correctly rounded sqrt; torch.sqrt on float32 goes through MKL's VML vsSqrt (high-accuracy mode,
-      faithful: about 17% of results are 1 ulp off the correctly rounded root on this machine).
+      faithful: some results are 1 ulp off the correctly rounded root; docs/optimizers.md gives the share).
 
 `emulate` below is PyTorch's order in numpy float32 with each cause switched on or off: all three on reproduces
 torch.optim bit for bit, all three off reproduces impl bit for bit, so every element where impl and PyTorch differ
@@ -23,7 +23,7 @@ exact float32 fused multiply-add (`fma32`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +42,7 @@ HP: dict[str, dict[str, float]] = {
     "AdamW": {"lr": 1e-3, "b1": 0.9, "b2": 0.999, "eps": 1e-8, "wd": 0.01},
 }
 KINDS = ("SGD", "Momentum", "Adam", "AdamW")
+SHAPES = ((7, 13), (48, 64))  # 91 elements (vector blocks and a scalar tail) and 3072
 
 
 def fma32(a: Any, b: Any, c: Any) -> A32:
@@ -285,16 +286,16 @@ def study(kind: str, shape: tuple[int, int] = (7, 13), seed: int = 0, steps: int
     return res
 
 
-def table(results: list[StudyResult]) -> str:
-    """A Markdown table of the study."""
+def table(results: Sequence[StudyResult | dict[str, Any]]) -> str:
+    """A Markdown table of the study (its results, or their summaries)."""
     rows = ["| optimizer | shape | elements != torch: step 1 / step 100 (mean share) | max ulps impl-torch "
             "| impl / torch vs oracle: max ulp | normwise ulp | median ulp at step 100 "
             "| emulation == torch / == impl | (step, element) pairs != torch without FMA / f64 scalars / MKL sqrt |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in results:
-        s = r.summary()
-        w = r.without
-        rows.append(f"| {r.kind} | {r.shape[0]}x{r.shape[1]} | {s['differ_first']} / {s['differ_last']} "
+        s = r.summary() if isinstance(r, StudyResult) else r
+        w = s["without"]
+        rows.append(f"| {s['kind']} | {s['shape'][0]}x{s['shape'][1]} | {s['differ_first']} / {s['differ_last']} "
                     f"({100 * s['differ_mean_frac']:.0f}%) | {s['impl_torch_max_ulp']:.0f} | "
                     f"{s['impl_oracle_max_ulp']:.1f} / {s['torch_oracle_max_ulp']:.1f} | "
                     f"{s['impl_oracle_norm_max']:.2f} / {s['torch_oracle_norm_max']:.2f} | "
@@ -304,14 +305,12 @@ def table(results: list[StudyResult]) -> str:
     return "\n".join(rows)
 
 
-def main() -> None:
-    import sys
-    shapes = [(7, 13), (48, 64)]
-    res = [study(k, s, seed=i) for i, k in enumerate(KINDS) for s in shapes]
-    print(table(res))
-    sys.stdout.flush()
+def run() -> dict[str, Any]:
+    """`study` of every optimizer on each of SHAPES (seed: the optimizer's place in KINDS), as summaries."""
+    return {"shapes": [list(sh) for sh in SHAPES],
+            "results": [study(k, sh, seed=i).summary() for i, k in enumerate(KINDS) for sh in SHAPES]}
 
 
-if __name__ == "__main__":
-    main()
-
+def text(r: dict[str, Any]) -> str:
+    """The table of run's result."""
+    return table(r["results"])

@@ -3,8 +3,8 @@ x * rsqrt(mean(x^2) + eps) * w, rotate-half RoPE with inv_freq in the model's dt
 scaled_dot_product_attention(is_causal=True) with K and V repeat_interleave'd, SwiGLU MLP, tied LM head, mean
 cross-entropy), loading the weights by Hugging Face's names from `impl.llama.named`.
 
-Used by tests/reference/test_llama.py and bench/bench.py. Runs in float32 or float64 (the float64 run cross-checks the
-oracle's model: the same function, computed in a second way)."""
+Used by tests/reference/test_llama_vs_torch.py and bench/bench.py. Runs in float32 or float64 (the float64 run
+cross-checks the oracle's model: the same function, computed in a second way)."""
 
 from __future__ import annotations
 

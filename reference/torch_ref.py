@@ -4,8 +4,8 @@ foreach=False), on 2 threads, from numpy inputs, and hand the results back as nu
 Everything here is float32 on the CPU. torch is imported inside the functions (reports/ and the CLI import this
 module lazily, and impl/ and oracle/ never import it).
 
-Facts about torch 2.13's CPU kernels that the comparisons rely on (measured in tests/reference/test_optimizers.py and
-docs/optimizers.md): `add(a, b, alpha=s)`, `lerp(a, b, w)` and `addcmul(a, b, c, value=s)` round once at the last
+Facts about torch 2.13's CPU kernels that the comparisons rely on (measured in
+tests/reference/test_optimizers_vs_torch.py and docs/optimizers.md): `add(a, b, alpha=s)`, `lerp(a, b, w)` and `addcmul(a, b, c, value=s)` round once at the last
 multiply-add (a fused multiply-add, in the vector loop and in its scalar tail alike); `torch.sqrt` on float32 calls
 MKL's VML vsSqrt in its high-accuracy mode (faithful, up to 1 ulp off the correctly rounded root); a Python float
 scalar is rounded to float32 once, where the kernel reads it.
@@ -132,9 +132,3 @@ def run_optimizer(kind: str, hp: dict[str, float], w0: Arr, grads: Sequence[Arr]
         opt.step()
         out.append(to_np(w))
     return out
-
-
-def torch_info() -> dict[str, str]:
-    torch = torch_mod()
-    return {"torch": str(torch.__version__), "threads": str(torch.get_num_threads()),
-            "cpu_capability": str(torch.backends.cpu.get_cpu_capability())}

@@ -272,12 +272,3 @@ def save_figure(figure: Callable[[dict[str, Any]], Any], r: dict[str, Any], path
     from bendtorch.records.durable import save_figure as save
 
     save(figure(r), path, dpi)
-
-
-def write_study(r: dict[str, Any], out: pathlib.Path, figure: Callable[[dict[str, Any]], Any],
-                dpi: int = 110) -> None:
-    """A study's result as OUT.json (written atomically, with the machine record) and its figure as OUT.png."""
-    from bendtorch.reference.findings import write_json
-
-    write_json(r, out.with_suffix(".json"))
-    save_figure(figure, r, out.with_suffix(".png"), dpi)

@@ -5,8 +5,9 @@ For each of exp, log, tanh, sin and cos, the checker runs the pair evaluation al
 impl.kernels.portable.raw_*) on all 2^32 inputs (resuming from the chunks under OUT/FUNCTION/chunks/impl_raw/, the
 same ones `bendtorch sweep FUNCTION` writes) and lists every input it does not round correctly, with the correctly
 rounded float32 (the checker's reference: float64, and mpmath where float64 is too close to a rounding boundary to
-decide). Those lists, as perfect hashes (portable.build_cr_table), are the tables; the file is written atomically and
-the digest printed: portable.CR_TABLES_SHA256 must be set to it (impl refuses other tables at import).
+decide). Those lists, as perfect hashes (cr_table.build_cr_table), are the tables; the file is written atomically
+and the digest printed: CR_TABLES_SHA256 in impl/kernels/portable/cr_table.py must be set to it (impl refuses other
+tables at import).
 """
 
 from __future__ import annotations
@@ -38,13 +39,13 @@ def misrounded(func: str, out: Path, workers: int, progress: bool = True, lo: in
 
 
 def build(out: Path, workers: int, progress: bool = True) -> dict[str, Any]:
-    """Every function's table from its list: {FUNC_keys, FUNC_vals, FUNC_disp} (portable.build_cr_table)."""
-    from bendtorch.impl.kernels import portable
+    """Every function's table from its list: {FUNC_keys, FUNC_vals, FUNC_disp} (cr_table.build_cr_table)."""
+    from bendtorch.impl.kernels.portable import cr_table
 
     tables: dict[str, Any] = {}
-    for func in portable.CR_FUNCS:
+    for func in cr_table.CR_FUNCS:
         keys, vals = misrounded(func, out, workers, progress)
-        tk, tv, td = portable.build_cr_table(keys, vals)
+        tk, tv, td = cr_table.build_cr_table(keys, vals)
         tables.update({f"{func}_keys": tk, f"{func}_vals": tv, f"{func}_disp": td})
         print(f"{func}: {keys.size} inputs misrounded by raw_{func}32, a table of {tk.size} slots", file=sys.stderr)
     return tables
@@ -77,19 +78,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(a: argparse.Namespace) -> int:
-    from bendtorch.impl.kernels import portable
+    from bendtorch.impl.kernels.portable import cr_table
 
     if a.fresh:
         import shutil
-        for func in portable.CR_FUNCS:
+        for func in cr_table.CR_FUNCS:
             shutil.rmtree(a.out / func / "chunks" / "impl_raw", ignore_errors=True)
     tables = build(a.out, a.workers, not a.quiet)
-    digest = portable.cr_tables_digest(tables)
-    path = a.file or portable.CR_TABLES_FILE
+    digest = cr_table.cr_tables_digest(tables)
+    path = a.file or cr_table.CR_TABLES_FILE
     write(path, tables)
-    same = digest == portable.CR_TABLES_SHA256
-    print(f"wrote {path}; digest {digest}" + ("" if same else " (set CR_TABLES_SHA256 in impl/kernels/portable.py "
-                                                              "to it)"))
+    same = digest == cr_table.CR_TABLES_SHA256
+    print(f"wrote {path}; digest {digest}" + ("" if same else " (set CR_TABLES_SHA256 in "
+                                                              "impl/kernels/portable/cr_table.py to it)"))
     return 0
 
 

@@ -36,9 +36,9 @@ from bendtorch.impl.checkpoint_folder import (MANIFEST_FILE, STATE_FILE, _seal, 
 from bendtorch.records.durable import OutputError
 from bendtorch.impl.combinators import Seq
 from bendtorch.impl.optim import CAdamWBF16, CMomentum, CSGD, OptCfg, adam, adamw
-from bendtorch.impl.protocol import Packed, PLeaf, PNew, PNode, TwoMom
+from bendtorch.impl.optstate import Packed, PLeaf, PNew, PNode, TwoMom
 from bendtorch.impl.train import Train, train_new, train_step
-from tests.test_protocol import mse, rnd, scale
+from tests.test_combinators import mse, rnd, scale
 
 F32 = np.float32
 FULL = os.environ.get("BENDTORCH_FAULTS", "") == "full"
@@ -405,7 +405,7 @@ import numpy as np
 from bendtorch.impl.checkpoint_folder import save_checkpoint
 from bendtorch.impl.optim import adamw
 from bendtorch.impl.train import train_new
-from tests.test_protocol import scale
+from tests.test_combinators import scale
 from bendtorch.impl.combinators import Seq
 c = 400_000
 m = Seq(scale(4, c, "A"), scale(4, c, "B"))

@@ -1,17 +1,20 @@
-"""The conformance suite's own checks (laws/test_targets.py, laws/targets/):
+"""The conformance suite's own checks (laws/test_targets.py, targets/, records/targets.py):
 
 - every conformance law fails on a deliberately broken adapter (a real adapter with one operation changed in the
   way the law forbids) and holds on the adapter it breaks, so a "holds" in the table means something;
 - each library adapter (torch, jax) maps the laws' operations correctly: its results have the laws' shapes and agree
   with impl's to within rounding, which a wrong layout, axis or weight orientation would not;
-- `bendtorch laws --target` reports findings with their counterexamples, and the exit code rule.
+- `bendtorch laws --target` reports findings with their counterexamples, and the exit code rule;
+- the target records and how a spec is resolved (a built-in name, then pkg.mod:attr, then an entry point), a bad
+  spec being one usage error, and the pytest plugin idle in a session that does not use it.
 
-The JAX checks are skipped, with the reason, where jax is not installed."""
+A library adapter whose library is missing is skipped with the reason its adapter gives ("not run: ...")."""
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
+import os
+import sys
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -21,7 +24,8 @@ from hypothesis import HealthCheck, settings
 from bendtorch.impl.llama import config
 from bendtorch.laws.registry import LawFailure
 from bendtorch.laws.run import conformance_markdown, exit_code
-from bendtorch.laws.targets import NotRun, Opt, Target, load
+from bendtorch.records.targets import RECORDS
+from bendtorch.targets import NotRun, Opt, Target, make_target
 
 F32 = np.float32
 
@@ -192,7 +196,7 @@ LAWS = sorted(n for n in vars(T) if n.startswith("test_") and callable(getattr(T
 
 def base(name: str) -> Target:
     try:
-        return load(name)
+        return make_target(name)
     except NotRun as e:
         pytest.skip(f"not run: {e}")
 
@@ -224,14 +228,13 @@ def close(a: Any, b: Any) -> bool:
     return a.shape == b.shape and bool(np.all(np.abs(a - b) <= 1e-3 * np.abs(b) + 1e-5))
 
 
-ADAPTERS = ["torch", pytest.param("jax", marks=pytest.mark.skipif(
-    importlib.util.find_spec("jax") is None or importlib.util.find_spec("optax") is None,
-    reason="not run: jax (and optax) not installed: pip install 'bendtorch[jax]'"))]
+# every built-in library adapter (the records' targets other than the harness's own)
+ADAPTERS = [name for name, rec in RECORDS.items() if not rec.own]
 
 
 @pytest.mark.parametrize("name", ADAPTERS)
 def test_adapter_agrees_with_impl(name: str) -> None:
-    lib, ref = base(name), load("impl")
+    lib, ref = base(name), make_target("impl")
     r = np.random.default_rng(0)
     x, w, b = (r.standard_normal(s).astype(F32) for s in ((5, 7), (3, 7), (3,)))
     g, bb = r.standard_normal(7).astype(F32), r.standard_normal(7).astype(F32)
@@ -265,13 +268,17 @@ def test_adapter_agrees_with_impl(name: str) -> None:
 # ---- what the command reports ----
 
 def test_exit_code_rule() -> None:
-    """impl: a failing law exits 1. Another library: a failing law is a finding (exit 0), an erring law exits 1."""
+    """impl (the harness's own target): a failing law exits 1. Another library: a failing law is a finding (exit
+    0), an erring law exits 1. Either: no law run, or every law not run, exits 1 unless not run is allowed."""
     held = [{"result": "passed"}, {"result": "not applicable"}, {"result": "not run"}]
-    assert exit_code(held, "impl") == 0 and exit_code(held, "torch") == 0
-    assert exit_code(held + [{"result": "failed"}], "impl") == 1
-    assert exit_code(held + [{"result": "failed"}], "jax") == 0
-    assert exit_code(held + [{"result": "error"}], "torch") == 1
-    assert exit_code([], "torch") == 1
+    assert exit_code(held, own=True) == 0 and exit_code(held, own=False) == 0
+    assert exit_code(held + [{"result": "failed"}], own=True) == 1
+    assert exit_code(held + [{"result": "failed"}], own=False) == 0
+    assert exit_code(held + [{"result": "error"}], own=False) == 1
+    assert exit_code([], own=False) == 1
+    none_ran = [{"result": "not run"}] * 3
+    assert exit_code(none_ran, own=False) == 1 and exit_code(none_ran, own=True) == 1
+    assert exit_code(none_ran, own=False, allow_not_run=True) == 0
 
 
 def test_conformance_markdown() -> None:
@@ -301,3 +308,198 @@ def test_a_counterexample_record_gives_the_inputs_back() -> None:
     h = np.array([0x7FC1, 0x8000], np.uint16)
     assert np.array_equal(decode(encode(h)), h)
     assert encode(np.zeros(5000, F32)).get("bits") is None  # too large: regenerated from the seed instead
+
+
+# ---- the target records, and how a spec is resolved ----
+
+class Doubling(Target):
+    """A target of this test module: linear doubled, so a law can tell it from impl."""
+
+    name = "doubling"
+    libraries = ("numpy",)
+
+    def linear(self, x: Any, w: Any, b: Any | None) -> Any:
+        return (np.asarray(x, F32) @ np.asarray(w, F32).T * F32(2)).astype(F32)
+
+
+def make_doubling(device: str = "cpu") -> Target:
+    return Doubling(device)
+
+
+NOT_A_TARGET = 3
+
+
+def test_every_record_names_an_extra_that_exists_and_a_maker_that_makes_its_target() -> None:
+    import tomllib
+    from pathlib import Path
+
+    from bendtorch.records.machine import PROBES
+    extras = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    for name, rec in RECORDS.items():
+        assert rec.extra is None or rec.extra in extras, (name, rec.extra)
+        assert rec.libraries and set(rec.libraries) <= set(PROBES), (name, rec.libraries)
+        assert rec.maker.startswith("bendtorch.targets.") and rec.note
+        try:
+            t = make_target(name)
+        except NotRun as e:  # its library is missing: the adapter says so, naming the record's extra
+            assert rec.install_hint() in str(e), e
+            continue
+        assert isinstance(t, Target) and t.device == "cpu" and t.versions()
+
+
+def test_an_adapter_says_not_run_naming_its_extra() -> None:
+    from bendtorch.targets import require
+    with pytest.raises(NotRun, match=r"no_such_module_x is not installed \(pip install 'bendtorch\[jax\]'\)"):
+        require("numpy", "no_such_module_x", target="jax")
+    require("numpy", target="jax")  # present: no error
+
+
+def test_variants_are_columns_of_their_own() -> None:
+    from bendtorch.records.targets import PLAIN, SpecError
+    torch_rec = RECORDS["torch"]
+    assert torch_rec.check("cpu") == (PLAIN,) and torch_rec.label("cpu") == "torch"
+    assert [torch_rec.label("cuda", v) for v in torch_rec.check("cuda")] == ["torch cuda (TF32 off)",
+                                                                            "torch cuda (TF32 on)"]
+    assert [v.options for v in torch_rec.check("cuda", "tf32-on")] == [{"tf32": True}]
+    with pytest.raises(SpecError, match="no variant 'tf32-on'"):
+        torch_rec.check("cpu", "tf32-on")
+    with pytest.raises(SpecError, match="runs on cpu, not cuda"):
+        RECORDS["impl"].check("cuda")
+
+
+def test_resolution_order_built_in_then_module_attr_then_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib.metadata import EntryPoint
+
+    from bendtorch.records import targets as R
+    from bendtorch.targets import make_target, resolve
+    eps = {n: EntryPoint(n, f"{__name__}:make_doubling", R.GROUP) for n in ("doubling-ep", "torch")}
+    monkeypatch.setattr(R, "entry_points", lambda: eps)
+    assert resolve("torch").how == "built-in"  # a built-in name comes before an entry point of that name
+    for spec, how in ((f"{__name__}:make_doubling", "module:attr"), (f"{__name__}:Doubling", "module:attr"),
+                      ("doubling-ep", "entry point")):
+        res = resolve(spec)
+        t = res.make()
+        assert res.how == how and res.record.name == spec and res.libraries(t) == ["numpy"], spec
+        assert isinstance(t, Doubling)
+        x = np.ones((2, 3), F32)
+        assert np.array_equal(t.linear(x, x, None), np.full((2, 2), 6, F32))
+    inst = Doubling()
+    monkeypatch.setattr(sys.modules[__name__], "INSTANCE", inst, raising=False)
+    assert make_target(f"{__name__}:INSTANCE") is inst
+    monkeypatch.setenv(R.ENV, "doubling-ep")
+    assert resolve().how == "entry point" and resolve().spec == "doubling-ep"
+
+
+@pytest.mark.parametrize("spec, says", [
+    ("nosuch", "unknown target 'nosuch'"),
+    ("no_such_pkg.mod:make", "no module named 'no_such_pkg.mod'"),
+    ("bendtorch.targets:no_such_attr", "has no attribute 'no_such_attr'"),
+    (f"{__name__}:NOT_A_TARGET", "a int, not a target"),
+    ("bendtorch.targets.base:Opt", "a type, not a target"),
+    ("not a:ref", "not a module:attr reference"),
+])
+def test_a_bad_spec_is_one_line(spec: str, says: str) -> None:
+    from bendtorch.records.targets import SpecError
+    from bendtorch.targets import resolve
+    with pytest.raises(SpecError) as e:
+        resolve(spec)
+    assert says in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_command_refuses_a_bad_spec_before_any_work(capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from bendtorch.cli import main
+    for argv, says in ((["--target", "nosuch"], "unknown target 'nosuch'"),
+                       (["--target", "impl", "--device", "cuda"], "target impl runs on cpu, not cuda"),
+                       (["--target", "torch", "--variant", "tf32-on"], "no variant 'tf32-on'"),
+                       (["--target", "json:dumps"], "is not a maker")):
+        assert main(["laws", *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and says in err, (argv, err)
+    monkeypatch.setenv("BENDTORCH_TARGET", "nosuch")
+    assert main(["laws"]) == 2
+    assert "(from $BENDTORCH_TARGET)" in capsys.readouterr().err
+
+
+def test_every_law_not_run_exits_1_unless_allowed(capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
+    """PyTorch on a GPU where there is none (or its variant TF32 on alone): every law not run, the reason in the
+    rows, exit 1 with one line on stderr; --allow-not-run exits 0."""
+    import json
+
+    from bendtorch.cli import main
+    from bendtorch.records.schemas import validate
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("not run: a GPU is present, so the cuda laws would run")
+    out = tmp_path / "cuda.json"
+    assert main(["laws", "--target", "torch", "--device", "cuda", "--variant", "tf32-on", "--json", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "every law of torch cuda was not run (no GPU)" in err, err
+    doc = json.loads(out.read_text())
+    validate(doc, "laws")
+    assert doc["targets"] == [{"target": "torch cuda (TF32 on)", "variant": "tf32-on", "not_run": "no GPU"}]
+    assert {(r["result"], r["reason"], r["suite"]) for r in doc["rows"]} == {("not run", "no GPU", "conformance")}
+    assert len(doc["rows"]) == len(LAWS) and "torch" in doc["machine"]["libraries"]
+    assert main(["laws", "--target", "torch", "--device", "cuda", "--allow-not-run"]) == 0
+    assert "total: 54 law runs over 2 columns: 0 passed, 0 failed, 54 not run" in capsys.readouterr().out
+
+
+def test_threads_law_is_not_run_where_numba_has_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With NUMBA_NUM_THREADS=1 impl cannot run 2 threads: the 1-vs-2-threads law says not run, never passes."""
+    import numba
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 1)
+    impl = make_target("impl")
+    with pytest.raises(NotRun, match="numba has 1 thread"):
+        with impl.threads(2):
+            pass
+    with pytest.raises(pytest.skip.Exception, match="not run: impl threads: numba has 1 thread"):
+        T.test_threads(target=impl)
+
+
+# ---- the pytest plugin: idle in a session that does not use it; a bad spec is a usage error ----
+
+IDLE = '''
+import sys
+from hypothesis import given, settings, strategies as st
+
+def test_nothing_of_bendtorch_is_loaded():
+    heavy = [m for m in ("numba", "torch", "bendtorch.targets", "bendtorch.impl") if m in sys.modules]
+    assert heavy == [] and settings._current_profile == "default", (heavy, settings._current_profile)
+
+@given(st.integers())
+def test_hypothesis_keeps_its_defaults(i):
+    assert settings().max_examples == 100
+'''
+
+
+def test_the_plugin_is_idle_in_a_session_that_does_not_use_it(tmp_path: Any) -> None:
+    import subprocess
+    (tmp_path / "test_idle.py").write_text(IDLE)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_idle.py"],
+                       cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "BENDTORCH_TARGET": ""})
+    assert r.returncode == 0 and "2 passed" in r.stdout, r.stdout + r.stderr
+    r = subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=tmp_path, capture_output=True, text=True)
+    assert "--bendtorch-target=SPEC" in r.stdout and "--bendtorch-profile" in r.stdout  # the plugin is loaded
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "--bendtorch-target", "nosuch", "test_idle.py"],
+                       cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 4 and "ERROR: bendtorch: unknown target 'nosuch'" in r.stderr, r.stdout + r.stderr
+
+
+def test_the_plugin_runs_a_law_once_per_variant(tmp_path: Any) -> None:
+    """PyTorch on cuda has two variants (TF32 off, on): each law runs once per variant; without a GPU each says
+    "not run: no GPU"."""
+    import subprocess
+    pytest.importorskip("torch")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "--bendtorch-target",
+                        "torch", "--bendtorch-device", "cuda", "--pyargs", "bendtorch.laws.test_targets", "-k",
+                        "erf_odd", "--collect-only"], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0 and "test_erf_odd[tf32-off]" in r.stdout and "test_erf_odd[tf32-on]" in r.stdout, \
+        r.stdout + r.stderr
+    import torch
+    if not torch.cuda.is_available():
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+                            "--bendtorch-target", "torch", "--bendtorch-device", "cuda", "--pyargs",
+                            "bendtorch.laws.test_targets", "-k", "erf_odd"], cwd=tmp_path, capture_output=True,
+                           text=True)
+        assert r.returncode == 0 and "SKIPPED [2]" in r.stdout and "not run: no GPU" in r.stdout, r.stdout

@@ -1,20 +1,29 @@
-"""The findings' library code (reference/findings/) and impl's precise RoPE table (impl/kernels/rope_precise.py).
+"""The findings' library code (reference/findings/), impl's precise RoPE table (impl/kernels/rope_precise.py), and
+the studies' registry (records/studies.py) with `bendtorch study`.
 
 Each test asserts a property that a broken version fails: the precise table's kernel and plain twin give the same
 bits, and its error stays at the level of one rounding where the seed's table (checked beside it with the same bound)
 is thousands of units off; RoPE's default is the seed's table bit for bit; the constant readers are switched and
 restored; the Softmax and cross-entropy studies rank the orders as the arithmetic says they must; the invariance
-sweep tells an operation on rows from one that mixes the batch."""
+sweep tells an operation on rows from one that mixes the batch. Every study record names a function that takes its
+options with the same defaults; a bad option or output is one line and exit code 2 before any work; the command
+writes the result with its command, options, impl's digest and the machine, and the figure; every committed result
+names a command that parses."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
-from typing import Iterator
+import inspect
+import json
+from pathlib import Path
+from typing import Any, Iterator
 
 import numpy as np
 import pytest
 
 import bendtorch.impl as L
+from bendtorch.records import studies as S
 from bendtorch.impl.kernels import rope as R
 from bendtorch.impl.kernels import rope_precise as P
 from bendtorch.oracle.rope import rope_angles
@@ -136,3 +145,137 @@ def test_impl_softmax_is_batch_invariant_in_the_sweep() -> None:
     f, item = I.operations(classes=64)["softmax"]
     r = I.sweep(I.LIBRARIES["impl"](), f, item, 6)
     assert r["first_batch_with_a_change"] is None, r
+
+
+# ---- the studies' registry and `bendtorch study` ------------------------------------------------------------------
+
+def _study_parser() -> argparse.ArgumentParser:
+    from bendtorch import cli
+    return cli.build_parser()
+
+
+@pytest.mark.parametrize("st", S.STUDIES, ids=lambda s: s.name)
+def test_a_study_record_names_functions_that_take_its_options(st: S.Study) -> None:
+    run = S.resolve(st.run)
+    params = inspect.signature(run).parameters
+    for o in st.options:
+        assert o.name in params, f"{st.run} takes no {o.name}"
+        assert params[o.name].default == o.default, (o.name, params[o.name].default, o.default)
+        assert o.kind != "flag" or o.default is False, o.name
+        assert not o.many or isinstance(o.default, tuple), o.name
+    rest = set(params) - {o.name for o in st.options} - ({"progress"} if st.progress else set())
+    assert all(params[p].default is not inspect.Parameter.empty for p in rest), rest  # every other one has a default
+    assert ("progress" in params) == st.progress
+    for spec in (st.plot, st.text):
+        assert spec is None or callable(S.resolve(spec)), spec
+    assert st.result.endswith(".json") and st.figure in (None, st.result[:-5] + ".png")
+    args = _study_parser().parse_args(["study", st.name, *st.quick])  # the quick run's options parse
+    assert args.study == st.name
+
+
+def test_the_studies_have_one_name_and_one_result_file_each() -> None:
+    assert len({s.name for s in S.STUDIES}) == len({s.result for s in S.STUDIES}) == len(S.STUDIES)
+    assert S.get("orders") is S.BY_NAME["orders"]
+    with pytest.raises(KeyError, match="the studies are orders, "):
+        S.get("order")
+
+
+def test_every_committed_result_names_a_command_that_parses(capsys: pytest.CaptureFixture[str]) -> None:
+    # a committed figure says how to make it again: its command is `bendtorch study NAME` with options that parse
+    folder = Path(__file__).resolve().parent.parent / "reports" / "results" / "findings"
+    committed = sorted(p.name for p in folder.glob("*.json"))
+    assert committed and set(committed) <= {s.result for s in S.STUDIES}, committed
+    by_result = {s.result: s for s in S.STUDIES}
+    for name in committed:
+        words = json.loads((folder / name).read_text())["command"].split()
+        assert words[:3] == ["bendtorch", "study", by_result[name].name], (name, words)
+        _study_parser().parse_args(words[1:])
+
+
+def test_the_command_is_written_out_option_by_option() -> None:
+    from bendtorch.commands.study import command
+    assert command("adam_c2", {"seeds": 10, "lrs": (1e-3, 3e-3), "steps": 100}) == (
+        "bendtorch study adam_c2 --seeds 10 --lrs 0.001 0.003 --steps 100")
+    assert command("state_bytes", {"model": "tiny", "layers": None}) == "bendtorch study state_bytes --model tiny"
+    assert command("two_truths", {"full": True}) == "bendtorch study two_truths --full"
+    assert command("orders", {"small": False}) == "bendtorch study orders"
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["adam_c2", "--seeds", "0"], "--seeds: 0 is out of range"),
+    (["adam_c2", "--lrs", "0"], "--lrs: 0 is out of range"),
+    (["llama_drift", "--lr", "nan"], "--lr: nan is out of range"),
+    (["state_bytes", "--model", "big"], "invalid choice: 'big'"),
+    (["proofs", "--timeout", "x"], "not a number: 'x'"),
+    (["nope"], "invalid choice: 'nope'"),
+])
+def test_a_bad_option_is_one_line_and_exit_2(argv: list[str], says: str, capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from bendtorch import cli
+
+    monkeypatch.setattr(S, "resolve", _no_work)
+    assert cli.main(["study", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err, err
+
+
+def _no_work(spec: str) -> Any:
+    raise AssertionError(f"{spec} was resolved: work started before the options were checked")
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_work(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from bendtorch import cli
+
+    monkeypatch.setattr(S, "resolve", _no_work)
+    (tmp_path / "file").write_text("")
+    assert cli.main(["study", "proofs", "--out", str(tmp_path / "file")]) == 2
+    assert "exists and is not a directory" in capsys.readouterr().err
+    (tmp_path / "proofs.json").symlink_to(tmp_path / "elsewhere.json")
+    assert cli.main(["study", "proofs", "--out", str(tmp_path)]) == 2
+    assert "symbolic link" in capsys.readouterr().err and not (tmp_path / "elsewhere.json").exists()
+
+
+def _toy_run(n: int = 3, scale: float = 1.0, progress: Any = None) -> dict[str, Any]:
+    progress("toy: started")
+    return {"values": [scale * i for i in range(n)]}
+
+
+def _toy_plot(r: dict[str, Any], path: Path) -> None:
+    path.write_bytes(b"png: " + str(len(r["values"])).encode())
+
+
+def _toy_text(r: dict[str, Any]) -> str:
+    return f"toy: {len(r['values'])} values"
+
+
+def test_the_command_writes_the_result_with_its_command_and_machine_and_the_figure(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from bendtorch import cli
+    from bendtorch.records.machine import impl_digest
+    from bendtorch.records.schemas import validate
+
+    toy = S.Study("toy", "a toy", f"{__name__}:_toy_run",
+                  (S.Option("n", "int", 3, "how many", lo=1), S.Option("scale", "float", 1.0, "scale")),
+                  "toy.json", plot=f"{__name__}:_toy_plot", text=f"{__name__}:_toy_text", progress=True)
+    monkeypatch.setattr(S, "STUDIES", (*S.STUDIES, toy))
+    monkeypatch.setitem(S.BY_NAME, "toy", toy)
+    assert cli.main(["study", "toy", "--n", "4", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr()
+    assert "toy: started" in out.err and out.out.splitlines()[0] == "toy: 4 values"
+    doc = json.loads((tmp_path / "toy.json").read_text())
+    validate(doc, "findings")
+    assert doc["values"] == [0.0, 1.0, 2.0, 3.0] and doc["options"] == {"n": 4, "scale": 1.0}
+    assert doc["command"] == "bendtorch study toy --n 4 --scale 1.0" and doc["impl_fingerprint"] == impl_digest()
+    assert (tmp_path / "toy.png").read_bytes() == b"png: 4"
+
+
+def test_a_real_study_runs_through_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bendtorch import cli
+    from bendtorch.records.schemas import validate
+
+    assert cli.main(["study", "proofs", "--out", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "proofs.json").read_text())
+    validate(doc, "findings")
+    assert doc["proved"] == doc["of"] == len(doc["proofs"]) > 0
+    assert f"{doc['of']} of {doc['of']} proved" in capsys.readouterr().out

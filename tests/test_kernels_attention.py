@@ -13,7 +13,7 @@ from bendtorch.impl.kernels import attention as A
 from bendtorch.impl.kernels import rope as R
 from bendtorch.impl.layers.attention import Attention
 from bendtorch.impl.layers.rope import RoPE
-from bendtorch.impl.protocol import ShapeError
+from bendtorch.impl.specs import ShapeError
 
 F32 = np.float32
 

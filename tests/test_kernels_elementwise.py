@@ -16,7 +16,7 @@ from bendtorch.impl.kernels import libm
 from bendtorch.impl.layers.activations import Activation
 from bendtorch.impl.layers.dropout import DropP, Dropout
 from bendtorch.impl.optim import CSGD, opt_at
-from bendtorch.impl.protocol import NoMom
+from bendtorch.impl.optstate import NoMom
 
 from tests.bitcheck import same_bits_or_nan  # noqa: E402
 

@@ -15,7 +15,7 @@ from bendtorch.impl.kernels import libm
 from bendtorch.impl.kernels import losses as K
 from bendtorch.impl.kernels.rows import softmax_fwd_plain
 from bendtorch.impl.losses import MSE, NLL, CrossEntropy
-from bendtorch.impl.protocol import ShapeError
+from bendtorch.impl.specs import ShapeError
 
 F32 = np.float32
 Arr = npt.NDArray[np.float32]

@@ -16,7 +16,8 @@ from bendtorch.impl.kernels import libm
 from bendtorch.impl.kernels import rows as K
 from bendtorch.impl.layers.rows import LN, LayerNorm, LogSoftmax, RMSNorm, Softmax
 from bendtorch.impl.optim import CAdamW, CSGD, opt_at, state_new
-from bendtorch.impl.protocol import ShapeError, TwoMom
+from bendtorch.impl.optstate import TwoMom
+from bendtorch.impl.specs import ShapeError
 
 from tests.bitcheck import same_bits_or_nan  # noqa: E402
 

@@ -63,7 +63,7 @@ def build(kind: str, n: int, a: int, b: int) -> Any:
 
 
 def value_of(spec: Any, rng: np.random.Generator, vocab: int) -> Any:
-    from bendtorch.impl.protocol import IdsSpec, MatSpec
+    from bendtorch.impl.specs import IdsSpec, MatSpec
     if isinstance(spec, MatSpec):
         return rng.standard_normal((spec.r, spec.c)).astype(F32)
     if isinstance(spec, IdsSpec):
@@ -277,7 +277,7 @@ def test_the_zoo_sees_garbage_and_crashes(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_an_error_names_the_failing_part_not_the_whole_model() -> None:
     import bendtorch.impl as L
-    from bendtorch.impl.protocol import ShapeError
+    from bendtorch.impl.specs import ShapeError
     m: Any = L.Linear(4, 8, 8)
     for _ in range(30):
         m = L.Seq(m, L.Seq(L.RMSNorm(4, 8), L.Linear(4, 8, 8)))

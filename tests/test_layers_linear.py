@@ -10,7 +10,8 @@ from bendtorch.impl.kernels.matmul import mm_plain
 from bendtorch.impl.layers.embedding import Embedding
 from bendtorch.impl.layers.linear import Lin, Linear, LinearFirst, LinearNB
 from bendtorch.impl.optim import CAdamW, opt_at, state_new
-from bendtorch.impl.protocol import SGD, ShapeError, TwoMom
+from bendtorch.impl.optstate import SGD, TwoMom
+from bendtorch.impl.specs import ShapeError
 
 F32 = np.float32
 

@@ -15,7 +15,7 @@ from bendtorch import impl
 from bendtorch.cli import main
 from bendtorch.commands import train as train_cmd
 from bendtorch.impl import llama
-from bendtorch.impl.protocol import ShapeError
+from bendtorch.impl.specs import ShapeError
 from bendtorch.training.memory import param_count
 from bendtorch.training.options import optimizer_config
 

@@ -52,6 +52,14 @@ def test_the_probe_catches_a_second_name(tmp_path: Path) -> None:
     assert json.loads(out.stdout) is True
 
 
+def test_a_test_file_name_is_in_one_suite_only() -> None:
+    """tests/ (unit and integration tests), tests/reference/ (the comparisons with PyTorch) and laws/ (the laws as
+    properties) name their files by what they hold: no file name stands in two of them."""
+    names = [p.name for d in ("tests", "laws") for p in sorted((ROOT / d).rglob("test_*.py"))]
+    assert len(names) > 40, names
+    assert sorted({n for n in names if names.count(n) > 1}) == []
+
+
 def _sources() -> list[Path]:
     skip = {".venv", "build", ".git", "node_modules"}
     return [p for p in ROOT.rglob("*.py") if not (set(p.relative_to(ROOT).parts) & skip)]

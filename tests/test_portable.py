@@ -1,4 +1,4 @@
-"""impl's portable float32 functions (impl/kernels/portable.py) and the switch between them and the C library's
+"""impl's portable float32 functions (impl/kernels/portable/) and the switch between them and the C library's
 (impl/kernels/libm.py): the tables against mpmath, each function within one float32 step of the correctly rounded
 value on spread inputs (and correctly rounded on nearly all) without their exception tables and correctly rounded
 with them, the tables (a perfect hash; the committed ones against mpmath; another digest refused), exact special
@@ -19,6 +19,9 @@ import numpy as np
 import pytest
 
 from bendtorch.impl.kernels import portable as P
+from bendtorch.impl.kernels.portable import cr_table as H
+from bendtorch.impl.kernels.portable import eft as E
+from bendtorch.impl.kernels.portable import tables as T
 
 ROOT = Path(__file__).resolve().parent.parent
 F32 = np.float32
@@ -204,19 +207,19 @@ def test_tables_against_mpmath() -> None:
     with mpmath.workprec(200):
         for j in range(64):
             t = mpmath.mpf(2) ** (mpmath.mpf(j) / 64)
-            assert abs(mpmath.mpf(float(P.EXP_TH[j])) + mpmath.mpf(float(P.EXP_TL[j])) - t) < t * mpmath.mpf(2) ** -47
+            assert abs(mpmath.mpf(float(T.EXP_TH[j])) + mpmath.mpf(float(T.EXP_TL[j])) - t) < t * mpmath.mpf(2) ** -47
         l64 = mpmath.log(2) / 64
-        assert abs(sum(mpmath.mpf(float(v)) for v in (P.EXP_L1, P.EXP_L2, P.EXP_L3)) - l64) < l64 * mpmath.mpf(2) ** -43
-        for j in range(len(P.LOG_C)):
-            t = -mpmath.log(mpmath.mpf(float(P.LOG_C[j])))
-            assert abs(mpmath.mpf(float(P.LOG_TH[j])) + mpmath.mpf(float(P.LOG_TL[j])) - t) <= abs(t) * mpmath.mpf(2) ** -47
-        for j in range(len(P.SIN_TH)):
+        assert abs(sum(mpmath.mpf(float(v)) for v in (T.EXP_L1, T.EXP_L2, T.EXP_L3)) - l64) < l64 * mpmath.mpf(2) ** -43
+        for j in range(len(T.LOG_C)):
+            t = -mpmath.log(mpmath.mpf(float(T.LOG_C[j])))
+            assert abs(mpmath.mpf(float(T.LOG_TH[j])) + mpmath.mpf(float(T.LOG_TL[j])) - t) <= abs(t) * mpmath.mpf(2) ** -47
+        for j in range(len(T.SIN_TH)):
             s, c = mpmath.sin(mpmath.mpf(j) / 64), mpmath.cos(mpmath.mpf(j) / 64)
-            assert abs(mpmath.mpf(float(P.SIN_TH[j])) + mpmath.mpf(float(P.SIN_TL[j])) - s) <= s * mpmath.mpf(2) ** -47
-            assert abs(mpmath.mpf(float(P.COS_TH[j])) + mpmath.mpf(float(P.COS_TL[j])) - c) <= c * mpmath.mpf(2) ** -47
+            assert abs(mpmath.mpf(float(T.SIN_TH[j])) + mpmath.mpf(float(T.SIN_TL[j])) - s) <= s * mpmath.mpf(2) ** -47
+            assert abs(mpmath.mpf(float(T.COS_TH[j])) + mpmath.mpf(float(T.COS_TL[j])) - c) <= c * mpmath.mpf(2) ** -47
     with mpmath.workprec(400):
         words = int(mpmath.floor(2 / mpmath.pi * mpmath.mpf(2) ** 288))
-        assert [int(w) for w in P.TWO_OVER_PI[:9]] == [(words >> (32 * (8 - i))) & 0xFFFFFFFF for i in range(9)]
+        assert [int(w) for w in T.TWO_OVER_PI[:9]] == [(words >> (32 * (8 - i))) & 0xFFFFFFFF for i in range(9)]
 
 
 _IR_SCAN = r"""
@@ -293,14 +296,14 @@ def test_the_switch_selects_the_functions(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 
 def _look(tk: Any, tv: Any, td: Any, xs: Any, y: np.float32) -> Any:
-    return np.array([P.cr_fix(tk, tv, td, x, y) for x in xs], dtype=np.float32)
+    return np.array([H.cr_fix(tk, tv, td, x, y) for x in xs], dtype=np.float32)
 
 
 def test_a_perfect_hash_gives_each_input_its_value_and_leaves_the_rest() -> None:
     rng = np.random.default_rng(3)
     keys = np.unique(rng.integers(0, 0x7F800000, 3000, dtype=np.int64)).astype(np.uint32)
     vals = rng.integers(0, 0x7F800000, keys.size, dtype=np.int64).astype(np.uint32)
-    tk, tv, td = P.build_cr_table(keys, vals)
+    tk, tv, td = H.build_cr_table(keys, vals)
     assert tk.size == 8192 and td.size == 2048
     got = _look(tk, tv, td, keys.view(np.float32), F32(-1))
     assert (got.view(np.uint32) == vals).all()
@@ -309,7 +312,7 @@ def test_a_perfect_hash_gives_each_input_its_value_and_leaves_the_rest() -> None
     # the same table with every displacement off by one finds (nearly) none of them: the lookup depends on them
     lost = _look(tk, tv, td ^ np.uint32(1), keys.view(np.float32), F32(-1))
     assert (lost.view(np.uint32) != vals).mean() > 0.99
-    empty = P.build_cr_table(np.zeros(0, np.uint32), np.zeros(0, np.uint32))
+    empty = H.build_cr_table(np.zeros(0, np.uint32), np.zeros(0, np.uint32))
     assert _look(*empty, keys[:50].view(np.float32), F32(2))[0] == F32(2)
 
 
@@ -322,8 +325,8 @@ def test_the_hash_is_murmurhash3s_finaliser() -> None:
         h = (h * 0xC2B2AE35) & 0xFFFFFFFF
         return h ^ (h >> 16)
     ks = np.array([0, 1, 2, 0x7F800000, 0xFFFFFFFF, 0x12345678], dtype=np.uint32)
-    assert P.fmix32_np(ks).tolist() == [fmix(int(k)) for k in ks]
-    assert P.fmix32_np(ks[1:2]).tolist() != [1]
+    assert H.fmix32_np(ks).tolist() == [fmix(int(k)) for k in ks]
+    assert H.fmix32_np(ks[1:2]).tolist() != [1]
 
 
 def test_clz64_counts_the_leading_zero_bits() -> None:
@@ -333,7 +336,7 @@ def test_clz64_counts_the_leading_zero_bits() -> None:
     def each(vs: Any) -> Any:
         out = np.empty(vs.size, dtype=np.int64)
         for i in range(vs.size):
-            out[i] = P.clz64(vs[i])
+            out[i] = E.clz64(vs[i])
         return out
 
     vs = [0, 1, 2, 3, 2**31, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**64 - 1]
@@ -347,7 +350,7 @@ def test_the_committed_tables_hold_the_correctly_rounded_values() -> None:
     rng = np.random.default_rng(11)
     mfs = {"exp": mpmath.exp, "log": mpmath.log, "tanh": mpmath.tanh, "sin": mpmath.sin, "cos": mpmath.cos}
     for name, mf in mfs.items():
-        tk, tv = getattr(P, f"{name.upper()}_KEYS"), getattr(P, f"{name.upper()}_VALS")
+        tk, tv = getattr(H, f"{name.upper()}_KEYS"), getattr(H, f"{name.upper()}_VALS")
         full = tk != np.uint32(0xFFFFFFFF)
         assert full.sum() > 100, name
         pick = rng.choice(np.flatnonzero(full), 25, replace=False)
@@ -366,15 +369,15 @@ def test_the_committed_tables_hold_the_correctly_rounded_values() -> None:
 
 
 def test_tables_of_another_digest_are_refused(tmp_path: Path) -> None:
-    with np.load(P.CR_TABLES_FILE, allow_pickle=False) as z:
+    with np.load(H.CR_TABLES_FILE, allow_pickle=False) as z:
         t = {k: z[k].copy() for k in z.files}
     t["sin_vals"][0] ^= np.uint32(1)
     bad = tmp_path / "cr.npz"
     np.savez(bad, **t)
     with pytest.raises(RuntimeError, match="cr.npz: its tables' sha256 is"):
-        P.load_cr_tables(bad)
+        H.load_cr_tables(bad)
     del t["cos_disp"]
     np.savez(bad, **t)
     with pytest.raises(RuntimeError, match="no array cos_disp"):
-        P.load_cr_tables(bad)
-    assert P.cr_tables_digest(P.load_cr_tables()) == P.CR_TABLES_SHA256
+        H.load_cr_tables(bad)
+    assert H.cr_tables_digest(H.load_cr_tables()) == H.CR_TABLES_SHA256

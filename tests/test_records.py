@@ -172,7 +172,7 @@ def test_training_summary_validates(tmp_path: Path) -> None:
 def test_a_study_and_a_bench_document_validate(tmp_path: Path) -> None:
     from bendtorch.reference.findings import write_json
 
-    write_json({"command": "python -m bendtorch.reference.findings.orders", "figure": 1.0}, tmp_path / "s.json")
+    write_json({"command": "bendtorch study orders", "figure": 1.0}, tmp_path / "s.json")
     doc = json.loads((tmp_path / "s.json").read_text())
     validate(doc, "findings")
     _reject(doc, "findings")

@@ -32,7 +32,7 @@ def optimizer_config(opt: str, lr: float, b1: float = 0.9, b2: float = 0.999, ep
     [0, 1), c1 = 1 - b1 and c2 = 1 - b2 as the decimals meant (oracle.hyper.one_minus: 0.999 -> 0.001, main.bend
     lines 273-275; impl.optim.cfg_check). ConfigError names the field."""
     from bendtorch.impl import optim
-    from bendtorch.impl.protocol import ConfigError
+    from bendtorch.impl.optstate import ConfigError
     from bendtorch.oracle.hyper import one_minus
 
     if opt not in OPTS:

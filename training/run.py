@@ -92,7 +92,7 @@ def prepare(o: TrainOptions) -> Prepared:
     checkpoint (verified and restored). TrainError (one line) on the first that fails."""
     from bendtorch import impl
     from bendtorch.impl import llama
-    from bendtorch.impl.protocol import ConfigError
+    from bendtorch.impl.optstate import ConfigError
     from bendtorch.records.durable import OutputError, check_targets
 
     import psutil

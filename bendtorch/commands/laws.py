@@ -1,13 +1,15 @@
-"""`bendtorch laws [--profile P] [-k EXPR] [--json FILE]`: run the law suites under a hypothesis profile and print a
-table of family, law, examples tried, result and time (the JSON file holds the same rows)."""
+"""`bendtorch laws [--profile P] [--target SPEC] [--device D] [--variant V] [-k EXPR] [--json FILE]
+[--allow-not-run]`: run the law suites under a hypothesis profile against a target and print the table of suite,
+family, law, examples tried, result and time, with one total line (the JSON file holds the same rows and the
+machine)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from bendtorch.commands.args import UsageError, json_target
-
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -16,20 +18,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=Path, metavar="FILE",
                    help="also write the rows as JSON to FILE (its directory must exist)")
     p.add_argument("-k", dest="select", metavar="EXPR", help="only the laws matching this pytest -k expression")
-    p.add_argument("--target", default="impl", choices=["impl", "torch", "jax"],
-                   help="the library held to the laws: impl (default; every law, a failing one exits 1), torch or "
-                        "jax (the conformance laws; a failing law is a finding, reported with its counterexample, "
-                        "and exits 0 unless a law errs)")
-    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
-                   help="the target's device (torch only): cuda runs twice, TF32 off then on; without a GPU its "
-                        "rows say not run")
+    p.add_argument("--target", default=None, metavar="SPEC",
+                   help="the library held to the laws: a built-in target (impl, the default: every law, a failing "
+                        "one exits 1; torch, jax: the conformance laws, a failing law is a finding reported with "
+                        "its counterexample, exit 0 unless a law errs), pkg.mod:attr (a maker, a Target class or "
+                        "instance), or the name of an entry point of the group bendtorch.targets; default "
+                        "$BENDTORCH_TARGET, else impl")
+    p.add_argument("--device", default="cpu", metavar="DEVICE",
+                   help="the target's device, one its record lists (torch: cpu or cuda, which runs each variant, "
+                        "TF32 off then on); default cpu")
+    p.add_argument("--variant", default=None, metavar="NAME",
+                   help="one of the target's variants on the device (torch cuda: tf32-off, tf32-on); default each "
+                        "in turn, a column each")
+    p.add_argument("--allow-not-run", action="store_true",
+                   help="exit 0 when every law was not run (the target's library is not installed, no GPU) "
+                        "instead of 1")
 
 
 def run(args: argparse.Namespace) -> int:
     json_path = json_target(args.json) if args.json is not None else None
-    from bendtorch.laws.run import run_and_print
+    from bendtorch.laws.run import prepare, run_and_print
+    from bendtorch.records.targets import ENV, SpecError
 
-    if args.device != "cpu" and args.target != "torch":
-        raise UsageError(f"--device {args.device}: only the torch target takes a device")
-    return run_and_print(args.profile, select=args.select, json_path=json_path, target=args.target,
-                         device=args.device)
+    if args.target is not None and not args.target.strip():
+        raise UsageError("--target: empty")
+    try:
+        plan = prepare(args.target, args.device, args.variant)
+    except SpecError as e:
+        src = f" (from ${ENV})" if args.target is None and os.environ.get(ENV) else ""
+        raise UsageError(f"{e}{src}") from None
+    return run_and_print(plan, args.profile, select=args.select, json_path=json_path,
+                         allow_not_run=args.allow_not_run)

@@ -5,11 +5,11 @@ the offsets of a pair of layers.
 
 The kernels call these functions (numba compiles them into the kernels, and the same dispatchers are callable from
 Python), and laws/proofs.py proves them for every size with z3 by running the SAME Python source on symbolic
-integers: the proved function is the one that runs. So the source keeps to what the symbolic run understands:
-integer operators, numpy's unsigned casts, and no Python branch on a value. A choice is `pick(c, a, b)` (the seed's
-ph_pick, main.bend line 313), which evaluates both sides; `&` and `|` join two conditions. Integer results follow
-numba's typing (an operation on uint32 words is computed in uint64, so each kernel casts back with np.uint32 where
-the seed's U32 wraps), which the proofs model as it is.
+integers (laws/symbolic.py): the proved function is the one that runs. So the source keeps to what the symbolic run
+understands: integer operators, numpy's unsigned casts, and no Python branch on a value. A choice is `pick(c, a, b)`
+(the seed's ph_pick, main.bend line 313), which evaluates both sides; `&` and `|` join two conditions. Integer
+results follow numba's typing (an operation on uint32 words is computed in uint64, so each kernel casts back with
+np.uint32 where the seed's U32 wraps), which the proofs model as it is.
 
 numba's on-disk cache does not track a callee in another file: after changing a function here, the kernels that call
 it are recompiled only when their own file changes (or their __pycache__ is cleared).

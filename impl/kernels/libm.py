@@ -15,19 +15,18 @@ whole row (dst[i] = exp32(src[i]), the same bits; the portable one vectorises); 
 numba's cache does not notice which function a compiled kernel called (nor that the callee's source changed), so
 every kernel compiled after this module's import is cached in a directory of its own (under NUMBA_CACHE_DIR when set,
 else the user's cache): numba-libm-clib for the C library's functions, numba-libm-portable-DIGEST for the portable
-ones, DIGEST from portable.py's source (which names its exception tables' digest): the two choices never load each
-other's machine code, and a kernel compiled with other portable functions is never loaded. A kernel that calls one
-of these functions imports this module first, so its cache is always the right one.
+ones (portable.CACHE_DIR, where the portable functions themselves are compiled), DIGEST from the portable package's
+source (which names its exception tables' digest): the two choices never load each other's machine code, and a kernel
+compiled with other portable functions is never loaded. A kernel that calls one of these functions imports this
+module first, so its cache is always the right one.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import hashlib
 import math
 import os
-from pathlib import Path
 from typing import Any, Callable
 
 import numba
@@ -40,12 +39,8 @@ MODE = os.environ.get("BENDTORCH_LIBM", "portable").strip().lower() or "portable
 if MODE not in MODES:
     raise ValueError(f"BENDTORCH_LIBM={os.environ.get('BENDTORCH_LIBM')!r}: must be one of {', '.join(MODES)}")
 
-_base = getattr(numba.config, "CACHE_DIR", "") or os.path.join(os.path.expanduser("~"), ".cache", "bendtorch")
-if MODE == "clib":
-    setattr(numba.config, "CACHE_DIR", os.path.join(_base, "numba-libm-clib"))
-else:
-    _digest = hashlib.sha256(Path(portable.__file__).read_bytes()).hexdigest()[:16]
-    setattr(numba.config, "CACHE_DIR", os.path.join(_base, f"numba-libm-portable-{_digest}"))
+_cache_dir = portable.numba_cache_dir("numba-libm-clib") if MODE == "clib" else portable.CACHE_DIR
+setattr(numba.config, "CACHE_DIR", _cache_dir)
 
 _libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
 

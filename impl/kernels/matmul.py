@@ -13,9 +13,9 @@ The fast kernel keeps the pass tree as a binary-counter stack (block b's partial
 b's low bits are 1; at the end the stack is folded from its smallest level up): the same additions on the same
 operands, checked bit for bit against `mm_plain`, which runs the passes literally.
 
-Why this order and KB = 16: measured with `.venv/bin/python -m bendtorch.bench.matmul --kb 8,16,32` (ulps of each float32
-result against the oracle's exact product of the same float32 inputs, oracle.ulp.ulp_error; standard
-normal inputs, seed 0; torch 2.13 CPU with 2 threads, MKL sgemm):
+Why this order and KB = 16: measured with `bendtorch study matmul --kb 8 16 32` (ulps of each float32 result against
+the oracle's exact product of the same float32 inputs, oracle.ulp.ulp_error; standard normal inputs, seed 0; torch
+2.13 CPU with 2 threads, MKL sgemm):
 
     max / median ulps; [in brackets: max |err| / (2^-24 sum_k |A[i,k] B[k,j]|), the matmul error scale]
     shape                   | torch (MKL)            | KB = 8                | KB = 16 (chosen)
@@ -40,7 +40,7 @@ Within a block the error grows with KB (a running sum), across blocks with log2(
 uses fused multiply-adds (one rounding per term instead of two) but long running sums, so its error grows with K.
 KB = 32 (median 1.02-1.65 ulps, bracketed error up to 2.75) and KB = 64 (median 1.0-2.0) have a higher median
 than KB = 16 on every reference shape. KB = 16 rather than 8: about the same accuracy (median 1.2 against 1.1
-ulps, the bracketed error alike) at 60 rather than 49 GFLOP/s on (128x576)@(576x576).
+ulps, the bracketed error alike) at a higher speed (the study's GFLOP/s, each result with its machine record).
 
 Speed (the order above is untouched, tests/test_speed_bits.py pins the bits of whole training runs and
 compares every driver with mm_plain): numba @njit(cache=True, parallel=True), prange over tasks of independent
@@ -51,10 +51,7 @@ pass; register blocking), each row's partial merged into its stack. Products bel
 the same task code on the calling thread (no thread pool). When B is bigger than the caches and A has few rows (the
 tied head's dX, 128 x 49152 by 49152 x 576) a task takes all rows and a share of the columns, so B is streamed
 once. matmul_nt does not copy a big W (the 49152 x 576 head): it computes W·xᵀ and transposes the small result.
-GFLOP/s at 1 thread (the core driver alone, best of 2-5 runs, standard normal inputs): before -> after
-    (128x576)@(576x576) 31 -> 52-55, (128x576)@(576x1536) 27 -> 57, (128x1536)@(1536x576) 29 -> 52-54,
-    (576x128)@(128x576) 30 -> 55-61, (128x576)@(576x49152) 22 -> 52-54, (49152x128)@(128x576) 30-34 -> 48-57
-(measured on a shared 2-core AMD EPYC with AVX-512; timings there vary by up to 1.5x with the other tenants' load).
+`bendtorch study matmul` measures the drivers' GFLOP/s beside PyTorch's.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """Serial twins of the parallel kernels, for small problems.
 
-numba's thread pool costs more than it saves on small arrays, and much more on a loaded machine (a tiny Llama step
-measured 0.3 s instead of 3 ms with 2 threads under load). `sized(kernel)` returns a function that runs the kernel
+numba's thread pool costs more than it saves on small arrays, and much more on a loaded machine (every parallel
+launch waits for a busy core). `sized(kernel)` returns a function that runs the kernel
 as compiled (prange over threads) when its first array argument has at least SERIAL_BELOW numbers, and otherwise a
 serial twin: the SAME Python function compiled without parallel=True, so its prange is a plain range. Every parallel
 kernel here pranges only over independent outputs (never over a sum; docs/DESIGN.md), so each output is the same
-expression in the same order either way: the same bits (tests/test_determinism.py and tests/test_speed_bits.py run
-both). The twin is cached like the kernel (cache=True), under its own name (`<name>_serial`).
+expression in the same order either way: the same bits (tests/test_kernel_mix_same_bits.py and
+tests/test_speed_bits.py run both). The twin is cached like the kernel (cache=True), under its own name (`<name>_serial`).
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from bendtorch.impl.kernels import elementwise as K
-from bendtorch.impl.protocol import Bwd, Fwd, Layer, Mat, MatSpec, check_dims, layer_name, param_free
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, check_dims, layer_name, param_free
+from bendtorch.impl.specs import Mat, MatSpec
 
 ActLayer = Layer[None, Mat, Mat, Mat]
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from bendtorch.impl.kernels import attention as K
-from bendtorch.impl.protocol import Bwd, Fwd, Layer, Mat, MatSpec, PairSpec, ShapeError, check_dims, layer_name, param_free
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, check_dims, layer_name, param_free
+from bendtorch.impl.specs import Mat, MatSpec, PairSpec, ShapeError
 
 F32 = np.float32
 

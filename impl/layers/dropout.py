@@ -17,8 +17,9 @@ from typing import NamedTuple
 import numpy as np
 
 from bendtorch.impl.kernels import dropout as K
-from bendtorch.impl.protocol import (Bwd, Flat, Fwd, Layer, Loaded, Mat, MatSpec, Opt, OptState, ShapeError, Step,
-                                     check_dims, check_prob, check_seed, layer_name)
+from bendtorch.impl.optstate import Opt, OptState
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, Loaded, Step, check_dims, check_prob, check_seed, layer_name
+from bendtorch.impl.specs import Flat, Mat, MatSpec, ShapeError
 
 F32 = np.float32
 _M32 = 0xFFFFFFFF

@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from bendtorch.impl.optim import opt_mat
-from bendtorch.impl.protocol import Bwd, Fwd, Ids, IdsSpec, Layer, Mat, MatSpec, check_dims, layer_name, mat_param
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, check_dims, layer_name, mat_param
+from bendtorch.impl.specs import Ids, IdsSpec, Mat, MatSpec
 
 
 def _check_ids(name: str, ids: object, n: int, v: int) -> Ids:

@@ -20,7 +20,8 @@ import numpy as np
 
 from bendtorch.impl.kernels.matmul import add_row, col_sums_acc, matmul_nt, matmul_precise, matmul_tn_acc
 from bendtorch.impl.optim import opt_mat
-from bendtorch.impl.protocol import Bwd, Fwd, Layer, Mat, MatSpec, check_dims, layer_name, mat_param, pair_param
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, check_dims, layer_name, mat_param, pair_param
+from bendtorch.impl.specs import Mat, MatSpec
 
 F32 = np.float32
 

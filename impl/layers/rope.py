@@ -17,7 +17,8 @@ import numpy as np
 
 from bendtorch.impl.kernels import rope as K
 from bendtorch.impl.kernels.rope_precise import rope_table_precise
-from bendtorch.impl.protocol import Bwd, Fwd, Layer, Mat, MatSpec, ShapeError, check_dims, layer_name, param_free
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, check_dims, layer_name, param_free
+from bendtorch.impl.specs import Mat, MatSpec, ShapeError
 
 F32 = np.float32
 

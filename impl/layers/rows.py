@@ -22,8 +22,9 @@ import numpy as np
 
 from bendtorch.impl.kernels import rows as K
 from bendtorch.impl.optim import opt_mat
-from bendtorch.impl.protocol import (Bwd, Fwd, Layer, Mat, MatSpec, check_dims, check_eps, layer_name, mat_param,
-                                     pair_param, param_free)
+from bendtorch.impl.protocol import (Bwd, Fwd, Layer, check_dims, check_eps, layer_name, mat_param, pair_param,
+                                     param_free)
+from bendtorch.impl.specs import Mat, MatSpec
 
 F32 = np.float32
 

@@ -1,7 +1,8 @@
-"""Studies that state the seed's numerical findings as distributions over seeds (Adam's c2 is
-bendtorch.reference.adam_c2, beside the training loop it shares): the seed's summation and angle orders at large
-sizes (orders), the two truths a float32 constant allows (two_truths), and batch and thread invariance (invariance). Each module has a function returning a JSON-able dict, a function that plots it,
-and a `python -m bendtorch.reference.findings.<module>` entry that writes both under reports/results/findings/."""
+"""Studies that state the seed's numerical findings as distributions over seeds: the seed's summation and angle orders
+at large sizes (orders), the two truths a float32 constant allows (two_truths), and batch and thread invariance
+(invariance); the drift studies (llama_drift, adam_c2, bf16_drift) sit beside the training loop they share
+(reference/trio.py). Each has a function returning a JSON-able dict and one that plots it; bendtorch.records.studies
+lists every study, and `bendtorch study NAME` writes its result through `write_json` below."""
 
 from __future__ import annotations
 
@@ -23,13 +24,3 @@ def write_json(obj: dict[str, Any], path: pathlib.Path) -> None:
     doc = {"schema_version": SCHEMA_VERSION, **obj}
     doc.setdefault("machine", machine(["torch"] if "torch" in sys.modules else []))
     write(path, doc)
-
-
-def command_line() -> str:
-    """The command that is running, as a user would type it (for the JSON's `command` field)."""
-    mod = sys.modules["__main__"].__spec__
-    head = f"python -m {mod.name}" if mod is not None else f"python {sys.argv[0]}"
-    return " ".join([head, *sys.argv[1:]])
-
-
-RESULTS = pathlib.Path(__file__).resolve().parent.parent.parent / "reports" / "results" / "findings"

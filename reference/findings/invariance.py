@@ -2,139 +2,42 @@
 from which batch size PyTorch's CPU kernels change their bits.
 
 The conformance laws (laws/test_targets.py, "batch_invariance") state the property and test it on drawn cases; this
-study sweeps it, with its own small adapters over the same operations (impl's layers and torch.nn.functional, numpy
-float32 in and out; the import contract keeps reference/ apart from laws/): for each operation and each batch size
-B = 1..max_batch, the first B rows of a fixed pool are computed together and
-each row's bits compared with the bits that row gives alone (B = 1). For attention the batch is B sequences and the
-row a whole sequence. Then the same operation on the full batch with the library on 1 and on 2 threads (impl:
+study sweeps it through the same conformance targets (bendtorch.targets: impl's layers and torch.nn.functional,
+numpy float32 in and out): for each operation and each batch size B = 1..max_batch, the first B rows of a fixed
+pool are computed together and each row's bits compared with the bits that row gives alone (B = 1). For attention
+the batch is B sequences and the row a whole sequence. Then the same operation on the full batch with the library on 1 and on 2 threads (impl:
 numba's threads, so run with NUMBA_NUM_THREADS >= 2; PyTorch: torch.set_num_threads).
 
-    NUMBA_NUM_THREADS=2 python -m bendtorch.reference.findings.invariance
-        writes reports/results/findings/invariance.{json,png}
+    NUMBA_NUM_THREADS=2 bendtorch study invariance
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import pathlib
 import time
-from typing import Any, Callable, Iterator, Sequence
+from functools import partial
+from typing import Any, Callable, Sequence
 
 import numpy as np
+
+from bendtorch.records.targets import RECORDS
+from bendtorch.targets import NotApplicable, make_target
 
 F32 = np.float32
 Op = Callable[[Any, Any], Any]   # (library, batch) -> output whose first axis is the batch
 
 
-class NotApplicable(Exception):
-    """The library has no such operation."""
-
-
-class _Impl:
-    """impl's layers on numpy float32 arrays (the operations of the conformance targets, written here because the
-    import contract keeps reference/ and laws/ apart)."""
-
-    name = "impl"
-
-    def __init__(self) -> None:
-        import bendtorch.impl as L
-        self.L = L
-
-    def linear(self, x: Any, w: Any, b: Any | None) -> Any:
-        (n, i), o = x.shape, w.shape[0]
-        if b is None:
-            return self.L.LinearNB(n, i, o).fwd(w, x).y
-        return self.L.Linear(n, i, o).fwd(self.L.Lin(w, b.reshape(1, o)), x).y
-
-    def rms_norm(self, x: Any, w: Any, eps: float) -> Any:
-        n, d = x.shape
-        return self.L.RMSNorm(n, d, eps).fwd(w.reshape(1, d), x).y
-
-    def layer_norm(self, x: Any, w: Any, b: Any, eps: float) -> Any:
-        n, d = x.shape
-        return self.L.LayerNorm(n, d, eps).fwd(self.L.LN(w.reshape(1, d), b.reshape(1, d)), x).y
-
-    def softmax(self, x: Any) -> Any:
-        return self.L.Softmax(*x.shape).fwd(None, x).y
-
-    def log_softmax(self, x: Any) -> Any:
-        return self.L.LogSoftmax(*x.shape).fwd(None, x).y
-
-    def ce_rows(self, z: Any, labels: Any) -> Any:
-        raise NotApplicable("impl's CrossEntropy returns only the mean over the rows (main.bend line 2894), no "
-                            "per-row term")
-
-    def attention(self, q: Any, k: Any, v: Any, sc: float) -> Any:
-        """q: b x h x t x hd, k, v: b x kv x t x hd, causal; impl's rows are (sequence, position)."""
-        b, h, t, hd = q.shape
-        kv = k.shape[1]
-
-        def rows(a: Any) -> Any:
-            return np.ascontiguousarray(np.transpose(a, (0, 2, 1, 3)).reshape(b * t, -1))
-        lay = self.L.Attention(b * t, h * hd, kv * hd, b, t, kv, h // kv, hd, F32(sc))
-        y = lay.fwd(None, (rows(q), (rows(k), rows(v)))).y
-        return np.transpose(y.reshape(b, t, h, hd), (0, 2, 1, 3))
-
-    @contextlib.contextmanager
-    def threads(self, k: int) -> Iterator[None]:
-        import numba
-        old = numba.get_num_threads()
-        numba.set_num_threads(min(k, int(getattr(numba.config, "NUMBA_NUM_THREADS"))))
-        try:
-            yield
-        finally:
-            numba.set_num_threads(old)
-
-
-class _Torch:
-    """PyTorch float32 on the CPU (torch.nn.functional), the same operations."""
-
-    name = "torch"
-
-    def __init__(self) -> None:
+def library(name: str) -> Any:
+    """The conformance target `name` (bendtorch.targets: impl's layers, torch.nn.functional, ...), PyTorch on 2
+    threads with float32 defaults as every reference comparison runs it (reference.torch_ref.torch_mod)."""
+    if name == "torch":
         from bendtorch.reference.torch_ref import torch_mod
-        self.t = torch_mod()
-        self.F = self.t.nn.functional
-
-    def _run(self, f: Callable[..., Any], *a: Any) -> Any:
-        with self.t.no_grad():
-            return f(*[self.t.from_numpy(np.ascontiguousarray(x)) if isinstance(x, np.ndarray) else x
-                       for x in a]).numpy()
-
-    def linear(self, x: Any, w: Any, b: Any | None) -> Any:
-        return self._run(self.F.linear, x, w, b)
-
-    def rms_norm(self, x: Any, w: Any, eps: float) -> Any:
-        return self._run(lambda a, g: self.F.rms_norm(a, (a.shape[-1],), g, eps), x, w)
-
-    def layer_norm(self, x: Any, w: Any, b: Any, eps: float) -> Any:
-        return self._run(lambda a, g, c: self.F.layer_norm(a, (a.shape[-1],), g, c, eps), x, w, b)
-
-    def softmax(self, x: Any) -> Any:
-        return self._run(lambda a: self.F.softmax(a, dim=-1), x)
-
-    def log_softmax(self, x: Any) -> Any:
-        return self._run(lambda a: self.F.log_softmax(a, dim=-1), x)
-
-    def ce_rows(self, z: Any, labels: Any) -> Any:
-        return self._run(lambda a, y: self.F.cross_entropy(a, y, reduction="none"), z, labels)
-
-    def attention(self, q: Any, k: Any, v: Any, sc: float) -> Any:
-        return self._run(lambda a, b, c: self.F.scaled_dot_product_attention(
-            a, b, c, is_causal=True, scale=float(sc), enable_gqa=q.shape[1] != k.shape[1]), q, k, v)
-
-    @contextlib.contextmanager
-    def threads(self, k: int) -> Iterator[None]:
-        old = self.t.get_num_threads()
-        self.t.set_num_threads(k)
-        try:
-            yield
-        finally:
-            self.t.set_num_threads(old)
+        torch_mod()
+    return make_target(name)
 
 
-LIBRARIES: dict[str, Callable[[], Any]] = {"impl": _Impl, "torch": _Torch}
+# every built-in target, by name, made when called
+LIBRARIES: dict[str, Callable[[], Any]] = {name: partial(library, name) for name in RECORDS}
 
 
 def _pool(seed: int, shape: tuple[int, ...], scale: float = 1.0) -> Any:
@@ -265,23 +168,8 @@ def plot(res: dict[str, Any], path: pathlib.Path) -> None:
     save_figure(fig, path, dpi=110)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    from bendtorch.reference import findings
-    ap = argparse.ArgumentParser(prog="python -m bendtorch.reference.findings.invariance",
-                                 description="Batch-size and thread-count invariance of impl's and PyTorch's "
-                                             "operations; writes invariance.json and invariance.png. Run with "
-                                             "NUMBA_NUM_THREADS=2 (or more) so impl's thread comparison means "
-                                             "something.")
-    ap.add_argument("--max-batch", type=int, default=64, help="largest batch size (default 64)")
-    ap.add_argument("--out", type=pathlib.Path, default=findings.RESULTS, help="output folder")
-    a = ap.parse_args(argv)
-    res = study(a.max_batch)
+def run(max_batch: int = 64) -> dict[str, Any]:
+    """`study` on impl and PyTorch with its `summary`."""
+    res = study(max_batch)
     res["summary"] = summary(res)
-    res["command"] = findings.command_line()
-    findings.write_json(res, a.out / "invariance.json")
-    plot(res, a.out / "invariance.png")
-    print(a.out / "invariance.json")
-
-
-if __name__ == "__main__":
-    main()
+    return res

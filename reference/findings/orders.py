@@ -17,13 +17,12 @@ Errors are in units of u = 2^-24 (float32's unit roundoff): normwise max |y - y6
 the normwise error of the rotation). Softmax and cross-entropy draw random logits, so their figures are
 distributions over seeds (median and range, seeds listed); the RoPE table has no randomness.
 
-`softmax_study`, `ce_study`, `rope_study` return JSON-able dicts; `plot` draws all three;
-`python -m bendtorch.reference.findings.orders` writes reports/results/findings/orders.{json,png}.
+`softmax_study`, `ce_study`, `rope_study` return JSON-able dicts, `study` all three with their verdict; `plot` draws
+them (`bendtorch study orders`).
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import pathlib
 import time
@@ -185,12 +184,12 @@ def rope_study(t: int = 8192, half: int = 32, bases: Sequence[float] = ROPE_BASE
 
 # ---- all three -------------------------------------------------------------------------------------------------
 
-def study(full: bool = True) -> dict[str, Any]:
-    """The three studies at full size (widths to 49152, n to 8192, positions to 8192) or at a size a notebook runs
-    in seconds."""
+def study(small: bool = False) -> dict[str, Any]:
+    """The three studies at full size (widths to 49152, n to 8192, positions to 8192) or, small, at a size a notebook
+    runs in seconds; with their verdict."""
     t0 = time.perf_counter()
     res: dict[str, Any]
-    if full:
+    if not small:
         res = {"softmax": softmax_study(), "ce": ce_study(), "rope": rope_study()}
     else:
         res = {"softmax": softmax_study((64, 1024, 8192), seeds=(0, 1, 2), rows=4),
@@ -198,6 +197,7 @@ def study(full: bool = True) -> dict[str, Any]:
                "rope": rope_study(t=2048, half=16)}
     res["seconds"] = time.perf_counter() - t0
     res["study"] = "orders"
+    res["verdict"] = verdict(res)
     return res
 
 
@@ -272,23 +272,3 @@ def plot(res: dict[str, Any], path: pathlib.Path) -> None:
     fig.tight_layout()
     from bendtorch.records.durable import save_figure
     save_figure(fig, path, dpi=110)
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    from bendtorch.reference import findings
-    ap = argparse.ArgumentParser(prog="python -m bendtorch.reference.findings.orders",
-                                 description="Softmax, cross-entropy and RoPE errors at scale; writes orders.json "
-                                             "and orders.png.")
-    ap.add_argument("--small", action="store_true", help="the notebook's small sizes instead of the full ones")
-    ap.add_argument("--out", type=pathlib.Path, default=findings.RESULTS, help="output folder")
-    a = ap.parse_args(argv)
-    res = study(full=not a.small)
-    res["verdict"] = verdict(res)
-    res["command"] = findings.command_line()
-    findings.write_json(res, a.out / "orders.json")
-    plot(res, a.out / "orders.png")
-    print(a.out / "orders.json")
-
-
-if __name__ == "__main__":
-    main()

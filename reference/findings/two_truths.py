@@ -14,16 +14,13 @@ float32 the layer holds, or the float32 it computes from it: Dropout's 1 / (1 - 
 and records each constant's gap |decimal - program| in ulps of the float32. `both_errors(op)` runs an op of
 reference/ops.py both ways (reference.compare.run_op); `attention_both(hd)` does it for Attention against PyTorch's
 scaled_dot_product_attention. `survey()` lists every op of the table whose constants differ by more than
-GAP_ULPS and gives both errors for each, with Attention at head dims 24 and 64 beside them.
-
-    python -m bendtorch.reference.findings.two_truths     writes reports/results/findings/two_truths.json
+GAP_ULPS and gives both errors for each, with Attention at head dims 24 and 64 beside them (`bendtorch study
+two_truths`).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import pathlib
 import time
 from typing import Any, Callable, Iterator, Sequence
 
@@ -88,21 +85,6 @@ def constant_gaps(op: Any) -> list[dict[str, Any]]:
 
 def _figures(r: dict[str, Any]) -> dict[str, float]:
     return {"norm": float(r["norm"]), "p99": float(r["p99"]), "median": float(r["median"])}
-
-
-def program_figures(op: Any, quick: bool = False) -> dict[str, Any] | None:
-    """For the report: None when every constant the op reads is within GAP_ULPS of its decimal (the two truths
-    agree); else, per output, impl's and PyTorch's figures against the program's function (normwise, p99, median
-    ulps; reference.compare.run_op under program_constants) and the gaps. The report's own figures (run_op as it is)
-    are the "decimal" column."""
-    from bendtorch.reference.compare import run_op
-    gaps = [g for g in constant_gaps(op) if g["gap_ulps"] > GAP_ULPS]
-    if not gaps:
-        return None
-    with program_constants():
-        prog = run_op(op, quick)
-    return {"gaps": gaps, "outputs": {k: {lib: _figures(prog[k][lib]) for lib in ("impl", "torch")}
-                                      for k in op.outputs}}
 
 
 def both_errors(op: Any, quick: bool = False) -> dict[str, Any]:
@@ -172,11 +154,13 @@ def attention_both(hd: int = 24, b: int = 2, t: int = 16, kv: int = 2, g: int = 
             "figure": "normwise error (u), median over seeds", "median": med, "per_seed": per}
 
 
-def survey(quick: bool = True, attention_hds: Sequence[int] = (24, 64)) -> dict[str, Any]:
+def survey(full: bool = False, attention_hds: Sequence[int] = (24, 64)) -> dict[str, Any]:
     """Every op of reference/ops.py (layers, losses, compositions) whose constants differ by more than GAP_ULPS
-    between the decimal and the float32, with both errors; then Attention at each head dim."""
+    between the decimal and the float32, with both errors (on the op's first shape and seed, or every one when
+    full); then Attention at each head dim."""
     from bendtorch.reference.ops import OPS
     t0 = time.perf_counter()
+    quick = not full
     rows, clean = [], []
     for op in OPS:
         if op.kind == "optimizer":
@@ -189,21 +173,3 @@ def survey(quick: bool = True, attention_hds: Sequence[int] = (24, 64)) -> dict[
     att = [attention_both(hd) for hd in attention_hds]
     return {"study": "two_truths", "gap_threshold_ulps": GAP_ULPS, "quick": quick, "rows": rows,
             "attention": att, "ops_without_gaps": clean, "seconds": time.perf_counter() - t0}
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    from bendtorch.reference import findings
-    ap = argparse.ArgumentParser(prog="python -m bendtorch.reference.findings.two_truths",
-                                 description="Both errors (decimal and float32 constants) for every op whose "
-                                             "constants differ; writes two_truths.json.")
-    ap.add_argument("--full", action="store_true", help="every shape and seed of each op (default: the first)")
-    ap.add_argument("--out", type=pathlib.Path, default=findings.RESULTS, help="output folder")
-    a = ap.parse_args(argv)
-    res = survey(quick=not a.full)
-    res["command"] = findings.command_line()
-    findings.write_json(res, a.out / "two_truths.json")
-    print(a.out / "two_truths.json")
-
-
-if __name__ == "__main__":
-    main()

@@ -27,7 +27,8 @@ import pytest
 from bendtorch import oracle
 from bendtorch.impl import optim as O
 from bendtorch.impl import train as IT
-from bendtorch.impl.protocol import ConfigError, ShapeError
+from bendtorch.impl.optstate import ConfigError
+from bendtorch.impl.specs import ShapeError
 import bendtorch.impl as IMPL
 import bendtorch.oracle as ORACLE
 

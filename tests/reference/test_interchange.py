@@ -1,6 +1,6 @@
 """Interchange with PyTorch: a `tiny` Llama trained in impl, exported under Hugging Face's names and
-loaded into the PyTorch reference model, gives the same logits within the reference bounds (tests/reference/test_llama.py:
-64 u normwise against the float64 oracle); a safetensors file in Hugging Face's naming, written here from the PyTorch
+loaded into the PyTorch reference model, gives the same logits within the reference bounds
+(tests/reference/test_llama_vs_torch.py: 64 u normwise against the float64 oracle); a safetensors file in Hugging Face's naming, written here from the PyTorch
 reference model, loads into impl and gives the same logits within those bounds; wrong names, missing tensors and
 wrong shapes get errors naming them."""
 

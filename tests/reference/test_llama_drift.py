@@ -1,8 +1,8 @@
 """100 AdamW steps of `tiny` in impl, PyTorch float32 and the float64 oracle from the same weights on the same
 batches (reference/llama_drift.py): each float32 run's relative distance to the oracle's parameters after every step.
 
-What the figures show (lr 3e-3, batch 4; `python -m bendtorch.reference.llama_drift --seeds 8 --steps 100 --out
-reports/results/findings/llama_drift` writes the distribution): both float32 runs drift by 7e-6 to 3e-4 of the
+What the figures show (lr 3e-3, batch 4; `bendtorch study llama_drift --seeds 8 --steps 100 --out
+reports/results/findings` writes the distribution): both float32 runs drift by 7e-6 to 3e-4 of the
 parameters' norm after 100 steps on six of seeds 0-7, and by 7e-3 to 9e-2 on seeds 4 and 7, where both leave the float64
 trajectory together; which of the two ends closer changes with the seed and along the run (final impl / PyTorch ratio:
 median 0.90, range 0.50 to 3.14 over seeds 0-7; seeds 0-3: 1.14, 0.50, 0.71, 1.06): training amplifies single rounding

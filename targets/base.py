@@ -1,8 +1,8 @@
-"""Conformance targets: the libraries the conformance laws (laws/test_targets.py) are held against.
+"""What a conformance target is: the operations the conformance laws (bendtorch.laws.test_targets) call.
 
-A law's statement and its strategy are written once; a target is a small adapter module mapping the laws' operations
-onto one library (impl, PyTorch, JAX). Every operation takes and returns numpy float32 arrays (uint16 for BF16 bits),
-so a law compares the bits of what two calls give, whatever computed them:
+A law's statement and its strategy are written once; a target is a small adapter mapping the laws' operations onto
+one library (impl, PyTorch, JAX, or a library of another package). Every operation takes and returns numpy float32
+arrays (uint16 for BF16 bits), so a law compares the bits of what two calls give, whatever computed them:
 
     linear(x n x i, w o x i, b o or None) -> n x o          y = x·Wᵀ + b
     rms_norm(x, w, eps), layer_norm(x, w, b, eps)           over each row of x (n x d); w, b of d
@@ -22,26 +22,27 @@ so a law compares the bits of what two calls give, whatever computed them:
     opt_steps(opt, params, grads) -> params                 one optimizer step per gradient list
     threads(k)                                              a context manager: the library's work on k threads
 
-An operation a library does not have raises NotApplicable(reason); a target that cannot run here (library missing,
-no GPU) raises NotRun(reason) from `load`. Each law turns these into pytest skips whose reasons start with
-"not applicable:" or "not run:", which laws/run.py reports as such (never as a pass)."""
+An operation a library does not have raises NotApplicable(reason); a target that cannot run here raises NotRun(reason)
+when it is made (its library is missing: `require` at the top of the adapter; no GPU) or from one operation. Each law
+turns these into pytest skips whose reasons start with "not applicable:" or "not run:", which bendtorch.laws.run
+reports as such (never as a pass)."""
 
 from __future__ import annotations
 
 import contextlib
-import importlib
+import importlib.metadata
 import importlib.util
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from bendtorch.impl.llama import LlamaCfg, build, named
+from bendtorch.records.targets import RECORDS, SpecError
+
+if TYPE_CHECKING:
+    from bendtorch.impl.llama import LlamaCfg
 
 F32 = np.float32
-
-TARGETS = ("impl", "torch", "jax")
-DEVICES = ("cpu", "cuda")
 
 
 class NotApplicable(Exception):
@@ -49,7 +50,16 @@ class NotApplicable(Exception):
 
 
 class NotRun(Exception):
-    """The target cannot run here (its library is not installed, or there is no GPU)."""
+    """The target, or one of its operations, cannot run here (its library is not installed, there is no GPU, the
+    thread count asked for is not available)."""
+
+
+def require(*modules: str, target: str) -> None:
+    """NotRun naming the missing module and the pip command that installs it (the built-in target's extra, from its
+    record) unless every module can be imported; an adapter calls it before importing its library."""
+    for m in modules:
+        if importlib.util.find_spec(m) is None:
+            raise NotRun(f"{m} is not installed ({RECORDS[target].install_hint()})")
 
 
 @dataclass(frozen=True)
@@ -72,7 +82,9 @@ OPTS = ("sgd", "momentum", "adam", "adamw")
 def weights(cfg: LlamaCfg, seed: int) -> dict[str, Any]:
     """The tiny Llama's float32 weights drawn from seed (impl.llama's initialization), by Hugging Face's names: every
     target computes with the same numbers."""
-    m = build(_impl_lib(), cfg, 1)
+    import bendtorch.impl as L
+    from bendtorch.impl.llama import build, named
+    m = build(L, cfg, 1)
     return named(m.names, m.init(seed))
 
 
@@ -81,20 +93,51 @@ def impl_shape(name: str, a: Any) -> Any:
     return a.reshape(1, -1) if name.endswith("norm.weight") else a
 
 
-def _impl_lib() -> Any:
-    import bendtorch.impl as L
-    return L
+@contextlib.contextmanager
+def thread_count(get: Callable[[], int], put: Callable[[int], Any], k: int) -> Iterator[None]:
+    """A library's thread count set to k for the with-block (put(k)), the count before put back after: an
+    adapter's `threads`."""
+    old = get()
+    put(k)
+    try:
+        yield
+    finally:
+        put(old)
+
+
+def as_f32(a: Any) -> Any:
+    """A C-contiguous float32 numpy copy."""
+    return np.array(a, dtype=F32, order="C", copy=True)
 
 
 class Target:
     """The operations the conformance laws use; each adapter overrides those its library has. The defaults say
-    NotApplicable with the reason."""
+    NotApplicable with the reason.
+
+    A target from another package sets `name` (its column in the law table), `libraries` (the distributions or
+    `records.machine` probe names it measures: their versions go into the laws document's machine record) and, if
+    it runs elsewhere than the CPU, `devices`. Made as `Cls(device=..., **options)` when named by its class."""
 
     name = "?"
     device = "cpu"
+    libraries: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ("cpu",)
+
+    def __init__(self, device: str = "cpu", **options: Any) -> None:
+        if device not in self.devices:
+            raise SpecError(f"target {self.name} runs on {', '.join(self.devices)}, not {device}")
+        self.device = device
+        self.options = options
 
     def versions(self) -> dict[str, str]:
-        return {}
+        """The installed version of each library measured (by its distribution's name)."""
+        out = {}
+        for lib in self.libraries:
+            try:
+                out[lib] = importlib.metadata.version(lib)
+            except importlib.metadata.PackageNotFoundError:
+                out[lib] = "not installed"
+        return out
 
     def _na(self, what: str, why: str) -> NotApplicable:
         return NotApplicable(f"{self.name} {what}: {why}")
@@ -146,41 +189,3 @@ class Target:
     def threads(self, k: int) -> Iterator[None]:
         raise self._na("threads", "no thread control")
         yield
-
-
-def load(name: str, device: str = "cpu", tf32: bool = False) -> Target:
-    """The target adapter by name ("impl", "torch", "jax"); NotRun with the reason where it cannot run here."""
-    if name not in TARGETS:
-        raise ValueError(f"unknown target {name!r}; choose one of {', '.join(TARGETS)}")
-    if device not in DEVICES:
-        raise ValueError(f"unknown device {device!r}; choose one of {', '.join(DEVICES)}")
-    if device != "cpu" and name != "torch":
-        raise NotRun(f"{name} runs on the CPU only here (--device is PyTorch's)")
-    for lib in {"torch": ["torch"], "jax": ["jax", "optax"]}.get(name, []):
-        if importlib.util.find_spec(lib) is None:
-            raise NotRun(f"{lib} is not installed (pip install 'bendtorch[{name}]')")
-    mod = importlib.import_module(f"bendtorch.laws.targets.{name}")
-    t: Target = mod.make(device=device, tf32=tf32)
-    return t
-
-
-def as_f32(a: Any) -> Any:
-    """A C-contiguous float32 numpy copy."""
-    return np.array(a, dtype=F32, order="C", copy=True)
-
-
-def load_label(name: str, device: str = "cpu", tf32: bool = False) -> str:
-    """The target's name in the tables: "impl", "torch", "torch cuda (TF32 off)", "jax"."""
-    if name == "torch" and device == "cuda":
-        return f"torch cuda (TF32 {'on' if tf32 else 'off'})"
-    return name if device == "cpu" else f"{name} {device}"
-
-
-def describe(name: str, device: str = "cpu", tf32: bool = False) -> dict[str, Any]:
-    """{"target": label, "versions": {...}} or, where the target cannot run here, {"target": label, "not_run":
-    reason}."""
-    label = load_label(name, device, tf32)
-    try:
-        return {"target": label, "versions": load(name, device, tf32).versions()}
-    except NotRun as e:
-        return {"target": label, "not_run": str(e)}

@@ -1,5 +1,5 @@
-"""The proofs of laws/proofs.py fail when they should, run the functions the kernels run, and rest on bounds that
-are enforced where the layers and kernels are built.
+"""The proofs of laws/proofs.py (over laws/symbolic.py's values) fail when they should, run the functions the kernels
+run, and rest on bounds that are enforced where the layers and kernels are built.
 
 - Broken on purpose: each proof is given a function with one small mistake (an off-by-one in kv_of, a tree_sum
   pass that drops the last number, ...) and must come back with z3's counterexample, which its message prints; the
@@ -25,6 +25,7 @@ from bendtorch.impl.kernels import matmul as MK
 from bendtorch.impl.kernels import packed as PK
 from bendtorch.impl.kernels.index import pick
 from bendtorch.laws import proofs as P
+from bendtorch.laws import symbolic as Sym
 
 # ---------------------------------------------------------------------------------------------------------------
 # Broken on purpose: (proof, the function replaced, the broken version)
@@ -229,7 +230,7 @@ def test_a_python_branch_on_a_symbolic_value_is_refused() -> None:
     def branchy(hi: int, g: int) -> int:
         return hi // g if hi > 0 else 0
 
-    with pytest.raises(P.SymbolicBranch):
+    with pytest.raises(Sym.SymbolicBranch):
         P.check(P.BY_NAME["kv_of_group"], {"kv_of": branchy})
 
     def mixes_an_int(u: np.uint32) -> np.uint32:
@@ -247,7 +248,7 @@ def test_a_python_branch_on_a_symbolic_value_is_refused() -> None:
 def _concrete(x: Any) -> Any:
     if isinstance(x, tuple):
         return tuple(_concrete(v) for v in x)
-    if isinstance(x, (P.Int, P.Bool, P.Word)):
+    if isinstance(x, (Sym.Int, Sym.Bool, Sym.Word)):
         v = z3.simplify(x.e)
         if z3.is_true(v) or z3.is_false(v):
             return z3.is_true(v)
@@ -255,12 +256,12 @@ def _concrete(x: Any) -> Any:
     return int(x) if isinstance(x, (np.integer, int)) and not isinstance(x, (bool, np.bool_)) else bool(x)
 
 
-def _sym_int(v: int) -> P.Int:
-    return P.Int(z3.IntVal(v))
+def _sym_int(v: int) -> Sym.Int:
+    return Sym.Int(z3.IntVal(v))
 
 
-def _sym_word(v: int, bits: int) -> P.Word:
-    return P.Word(z3.BitVecVal(v, bits))
+def _sym_word(v: int, bits: int) -> Sym.Word:
+    return Sym.Word(z3.BitVecVal(v, bits))
 
 
 INT_FUNCTIONS = [("kv_of", 2), ("group_heads", 2), ("head_cols", 3), ("row_of", 3), ("n_visible", 1),
@@ -272,7 +273,7 @@ INT_FUNCTIONS = [("kv_of", 2), ("group_heads", 2), ("head_cols", 3), ("row_of", 
 @pytest.mark.parametrize("name, arity", INT_FUNCTIONS)
 def test_the_symbolic_run_of_an_index_function_is_the_compiled_one(name: str, arity: int) -> None:
     fn = getattr(I, name)
-    sym = P.symbolic(fn)
+    sym = Sym.symbolic(fn)
     rng = np.random.default_rng(0)
     for _ in range(50):
         args = [int(v) for v in rng.integers(1, 1000, size=arity)]
@@ -284,25 +285,25 @@ def test_the_symbolic_run_of_the_bit_functions_is_the_compiled_one() -> None:
     us = [int(u) for u in rng.integers(0, 2**32, size=300)] + [0, 0x7F800000, 0x7F800001, 0xFFFFFFFF, 0x7F7FFFFF,
                                                                0x3F808000, 0x3F818000]
     for u in us:
-        got = _concrete(P.symbolic(I.bf16_of_bits)(_sym_word(u, 32)))
+        got = _concrete(Sym.symbolic(I.bf16_of_bits)(_sym_word(u, 32)))
         assert got == int(I.bf16_of_bits(np.uint32(u))), hex(u)
         h = u & 0xFFFF
-        assert _concrete(P.symbolic(I.bf16_widen_bits)(_sym_word(h, 32))) == int(I.bf16_widen_bits(np.uint32(h)))
-        assert _concrete(P.symbolic(D.mix32)(_sym_word(u, 64))) == int(D.mix32(np.uint64(u)))
+        assert _concrete(Sym.symbolic(I.bf16_widen_bits)(_sym_word(h, 32))) == int(I.bf16_widen_bits(np.uint32(h)))
+        assert _concrete(Sym.symbolic(D.mix32)(_sym_word(u, 64))) == int(D.mix32(np.uint64(u)))
         for odd in (False, True):
             w = int(rng.integers(0, 2**32))
-            assert _concrete(P.symbolic(I.put)(odd, _sym_word(w, 32), _sym_word(h, 32))) == \
+            assert _concrete(Sym.symbolic(I.put)(odd, _sym_word(w, 32), _sym_word(h, 32))) == \
                 int(I.put(odd, np.uint32(w), np.uint32(h)))
-            assert _concrete(P.symbolic(I.half)(odd, _sym_word(w, 32))) == int(I.half(odd, np.uint32(w)))
+            assert _concrete(Sym.symbolic(I.half)(odd, _sym_word(w, 32))) == int(I.half(odd, np.uint32(w)))
         i = int(rng.integers(0, 2**40))
-        assert _concrete(P.symbolic(I.drop_counter)(_sym_word(u, 64), _sym_word(i, 64))) == \
+        assert _concrete(Sym.symbolic(I.drop_counter)(_sym_word(u, 64), _sym_word(i, 64))) == \
             int(I.drop_counter(np.uint64(u), i))
 
 
 def test_every_index_function_is_proved() -> None:
     """Each function of impl.kernels.index the kernels call appears in some proof."""
     used = {n for p in P.PROOFS for n in p.fns}
-    kernels = {n for n, v in vars(I).items() if P._is_dispatcher(v)} - {"pick"}
+    kernels = {n for n, v in vars(I).items() if Sym._is_dispatcher(v)} - {"pick"}
     assert kernels <= used, kernels - used
 
 
@@ -325,7 +326,7 @@ def test_the_kernels_call_the_proved_functions() -> None:
 @pytest.mark.parametrize("bad", ["b", "t", "kv", "g", "hd"])
 def test_attention_refuses_a_size_below_one(bad: str) -> None:
     from bendtorch.impl.layers.attention import Attention
-    from bendtorch.impl.protocol import ShapeError
+    from bendtorch.impl.specs import ShapeError
     d = {"b": 2, "t": 3, "kv": 2, "g": 2, "hd": 4}
     d[bad] = 0
     with pytest.raises(ShapeError, match="Attention"):
@@ -335,7 +336,8 @@ def test_attention_refuses_a_size_below_one(bad: str) -> None:
 
 def test_a_pair_of_more_than_2_to_32_minus_1_numbers_is_refused() -> None:
     from bendtorch.impl import combinators as C
-    from bendtorch.impl.protocol import Layer, MatSpec, ShapeError
+    from bendtorch.impl.protocol import Layer
+    from bendtorch.impl.specs import MatSpec, ShapeError
     base: Layer[Any, Any, Any, Any] = C.Id(MatSpec(1, 1))
     big = dataclasses.replace(base, n_count=2**31)
     fits = dataclasses.replace(base, n_count=2**31 - 1)
@@ -349,7 +351,8 @@ def test_a_pair_of_more_than_2_to_32_minus_1_numbers_is_refused() -> None:
 def test_a_pair_whose_parts_disagree_with_their_counts_is_refused() -> None:
     """pair_span's offsets are checked against where each part's load and store end."""
     from bendtorch.impl import combinators as C
-    from bendtorch.impl.protocol import Layer, MatSpec, ShapeError
+    from bendtorch.impl.protocol import Layer
+    from bendtorch.impl.specs import MatSpec, ShapeError
     base: Layer[Any, Any, Any, Any] = C.Id(MatSpec(1, 1))
     liar = dataclasses.replace(base, n_count=1)
     pair = C.Seq(liar, base)

@@ -21,13 +21,16 @@ import platform
 from functools import partial
 from typing import Any, Callable, Iterator, Sequence
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-import optax  # type: ignore[import-untyped]
+from bendtorch.targets.base import NotApplicable, NotRun, Opt, Target, as_f32, impl_shape, require, weights
 
-from bendtorch.impl.llama import LlamaCfg
-from bendtorch.laws.targets import impl_shape, NotApplicable, NotRun, Opt, Target, as_f32, weights
+require("jax", "optax", target="jax")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # type: ignore[import-untyped]  # noqa: E402
+
+from bendtorch.impl.llama import LlamaCfg  # noqa: E402
 
 jax.config.update("jax_enable_x64", False)  # type: ignore[no-untyped-call]
 jax.config.update("jax_platforms", "cpu")  # type: ignore[no-untyped-call]
@@ -116,7 +119,8 @@ _JIT: dict[str, Callable[..., Any]] = {
 class Jax(Target):
     name = "jax"
 
-    def __init__(self) -> None:
+    def __init__(self, device: str = "cpu") -> None:
+        super().__init__(device)
         self._jit: dict[Any, Callable[..., Any]] = {}
 
     def versions(self) -> dict[str, str]:
@@ -232,5 +236,5 @@ class Jax(Target):
         yield
 
 
-def make(device: str = "cpu", tf32: bool = False) -> Target:
-    return Jax()
+def make(device: str = "cpu") -> Target:
+    return Jax(device)

@@ -13,9 +13,10 @@ import pytest
 from bendtorch.impl.bits import same_bits
 from bendtorch.impl.combinators import Add2, Both, Fork, Id, Mul2, Residual, Seq, Tie
 from bendtorch.impl.optim import (CAdam, CAdamW, CMomentum, CSGD, adamw, beta_ok, cfg_check, cfg_ok, opt_at, opt_mat)
-from bendtorch.impl.protocol import (Bwd, ConfigError, Fwd, Layer, Loss, LossOut, Mat, MatSpec, NoMom, OneMom, Packed, PLeaf,
-                           PNew, PNode, ShapeError, Step, TwoMom, mat_param, state_join,
-                           state_split)
+from bendtorch.impl.optstate import (ConfigError, NoMom, OneMom, Packed, PLeaf, PNew, PNode, TwoMom, state_join,
+                                     state_split)
+from bendtorch.impl.protocol import Bwd, Fwd, Layer, Loss, LossOut, Step, mat_param
+from bendtorch.impl.specs import Mat, MatSpec, ShapeError
 from bendtorch.impl.train import Train, train_new, train_step
 
 F32 = np.float32

@@ -16,19 +16,23 @@ import io
 import platform
 from typing import Any, Iterator, Sequence
 
-import numpy as np
-import torch
-import torch.nn.functional as Fn
+from bendtorch.targets.base import NotRun, Opt, Target, as_f32, impl_shape, require, thread_count, weights
 
-from bendtorch.impl.llama import LlamaCfg
-from bendtorch.laws.targets import impl_shape, NotRun, Opt, Target, as_f32, weights
+require("torch", target="torch")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as Fn  # noqa: E402
+
+from bendtorch.impl.llama import LlamaCfg  # noqa: E402
 
 
 class Torch(Target):
     name = "torch"
+    devices = ("cpu", "cuda")
 
-    def __init__(self, device: str, tf32: bool) -> None:
-        self.device = device
+    def __init__(self, device: str = "cpu", tf32: bool = False) -> None:
+        super().__init__(device, tf32=tf32)
         self.tf32 = tf32
         if device == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = tf32
@@ -182,12 +186,8 @@ class Torch(Target):
 
     @contextlib.contextmanager
     def threads(self, k: int) -> Iterator[None]:
-        old = torch.get_num_threads()
-        torch.set_num_threads(k)
-        try:
+        with thread_count(torch.get_num_threads, torch.set_num_threads, k):
             yield
-        finally:
-            torch.set_num_threads(old)
 
 
 def make(device: str = "cpu", tf32: bool = False) -> Target:

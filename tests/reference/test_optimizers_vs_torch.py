@@ -1,6 +1,6 @@
 """Optimizers: impl (impl.optim, the seed's float32 order) against torch.optim (foreach=False) and the oracle.
 
-Findings (docs/optimizers.md; `python -m bendtorch.reference.optim_study` prints the table): impl and torch.optim follow the
+Findings (docs/optimizers.md; `bendtorch study optimizers` prints the table): impl and torch.optim follow the
 same order of operations (_single_tensor_sgd / _single_tensor_adam) and differ for exactly three reasons, each
 shown necessary and together sufficient by `reference.optim_study.emulate`, a numpy emulation of PyTorch's order:
   FMA      torch 2.13's CPU kernels fuse the last multiply-add of add(alpha=), lerp and addcmul, in the vector body

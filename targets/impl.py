@@ -22,7 +22,7 @@ from bendtorch.impl.llama import LlamaCfg, build, named
 from bendtorch.impl.optim import CMomentum, CSGD, adam, adamw, opt_at, opt_mat, state_new
 from bendtorch.impl.packed import bf16_of_f32
 from bendtorch.impl.train import train_new, train_step
-from bendtorch.laws.targets import F32, NotApplicable, Opt, Target, as_f32
+from bendtorch.targets.base import F32, NotApplicable, NotRun, Opt, Target, as_f32, thread_count
 
 
 def _cfg(opt: Opt) -> Any:
@@ -150,13 +150,15 @@ class Impl(Target):
 
     @contextlib.contextmanager
     def threads(self, k: int) -> Iterator[None]:
-        old = numba.get_num_threads()
-        numba.set_num_threads(min(k, int(getattr(numba.config, "NUMBA_NUM_THREADS"))))
-        try:
+        """numba's kernels on k threads; NotRun where numba has fewer (NUMBA_NUM_THREADS fixes the most at start):
+        a law comparing 1 and 2 threads that ran both on one would compare nothing."""
+        most = int(getattr(numba.config, "NUMBA_NUM_THREADS"))
+        if k > most:
+            raise NotRun(f"impl threads: numba has {most} thread{'s' if most > 1 else ''} (NUMBA_NUM_THREADS), not "
+                         f"{k}")
+        with thread_count(numba.get_num_threads, numba.set_num_threads, k):
             yield
-        finally:
-            numba.set_num_threads(old)
 
 
-def make(device: str = "cpu", tf32: bool = False) -> Target:
-    return Impl()
+def make(device: str = "cpu") -> Target:
+    return Impl(device)

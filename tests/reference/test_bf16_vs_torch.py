@@ -28,8 +28,8 @@ import numpy as np
 import pytest
 
 from bendtorch.impl.optim import CAdamWBF16, cfg_c1, cfg_c2, opt_at, opt_mat, state_new
+from bendtorch.impl.optstate import Adam, Packed, PLeaf, PLeafV
 from bendtorch.impl.packed import bf16_of_f32, f32_of_bf16
-from bendtorch.impl.protocol import Adam, Packed, PLeaf, PLeafV
 from bendtorch.reference.torch_ref import torch_mod
 
 F32 = np.float32
