@@ -69,7 +69,7 @@ def save_safetensors(model: Model, p: Any, path: str | os.PathLike[str]) -> None
     write_bytes(path, save(state_dict(model, p, with_head=False), metadata={"format": "pt"}))
 
 
-_FLOATS = {"float32": "float32", "float16": "float16 (widened exactly)", "bfloat16": "bfloat16 (widened exactly)"}
+_FLOATS = ("float32", "float16", "bfloat16")  # the dtypes a state dict's tensors are read in (the last two widened)
 
 
 def _torch_tensor(v: Any) -> bool:

@@ -94,9 +94,11 @@ def test_the_memory_estimate_holds_a_measured_run(tmp_path: Path, argv: list[str
     adds, and not above 1.5 times it (the measured runs gave 1.0 to 1.2)."""
     if not os.path.exists("/proc/self/status"):
         pytest.skip("not run: the peak address space is read from /proc/self/status (Linux)")
-    # a fresh process: the peak address space is the process's whole life's
-    subprocess.run([sys.executable, "-m", "bendtorch", "train", "--steps", "3", "--no-bar", "--out", str(tmp_path),
-                    *argv], check=True, capture_output=True)
+    # fresh processes (the peak address space is a process's whole life's), the first to compile or load the kernels:
+    # their first compilation, once per install, is not in the estimate
+    for steps, out in (("1", tmp_path / "warm"), ("3", tmp_path)):
+        subprocess.run([sys.executable, "-m", "bendtorch", "train", "--steps", steps, "--no-bar", "--out", str(out),
+                        *argv], check=True, capture_output=True)
     m = json.loads((tmp_path / "summary.json").read_text())["memory"]
     grown = m["peak_vm_bytes"] - m["baseline_vm_bytes"]
     assert grown <= m["estimate_bytes"] <= 1.5 * grown, (m["estimate_bytes"] >> 20, grown >> 20)

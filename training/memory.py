@@ -19,7 +19,8 @@ The estimate adds, in bytes:
   threads its stack and its C library's malloc arena (64 MiB of address space each, which `ulimit -v` counts).
 
 The estimate is of address space, what `ulimit -v` limits (resident memory is less: pages never touched are not
-resident); tests/test_train_resume.py holds it between 1 and 1.5 times the address space a measured run adds.
+resident); tests/test_train_resume.py holds it between 1 and 1.5 times the address space a measured run adds. The
+kernels' first compilation (once per install; numba caches them) takes more for a while and is not in the estimate.
 """
 
 from __future__ import annotations

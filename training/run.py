@@ -171,9 +171,9 @@ def _restore(p: Prepared) -> None:
 
 def train(p: Prepared) -> dict[str, Any]:
     """Run a prepared training: lock the output folder, train, save. Returns the summary (also written to
-    summary.json). TrainError before any step; NonFiniteLoss on a NaN or infinite loss unless allow_nonfinite."""
+    summary.json). TrainError before any step; NonFiniteLoss on a NaN or infinite loss unless allow_nonfinite;
+    records.durable.OutputError if a link or a file of another type took an output's name during the run."""
     from bendtorch.impl.checkpoint_folder import FolderInUse, hold_folder
-    from bendtorch.records.durable import OutputError
 
     o = p.opts
     o.out.mkdir(parents=True, exist_ok=True)
@@ -182,8 +182,6 @@ def train(p: Prepared) -> dict[str, Any]:
             return _train_locked(p)
     except FolderInUse as e:
         raise TrainError(f"--out {e}") from None
-    except OutputError as e:  # a link planted in the folder since prepare checked it
-        raise TrainError(str(e)) from None
 
 
 def _peak_vm() -> int | None:

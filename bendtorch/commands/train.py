@@ -60,6 +60,7 @@ def run(a: argparse.Namespace) -> int:
     b1, b2 = a.betas if a.betas is not None else (a.b1, a.b2)
     if a.v16 and a.opt != "adamw-bf16":
         raise UsageError("--v16 applies to --opt adamw-bf16 only")
+    from bendtorch.records.durable import OutputError
     from bendtorch.records.files import check_regular, shown
 
     if a.data is not None:
@@ -74,6 +75,7 @@ def run(a: argparse.Namespace) -> int:
                         wd=a.wd, mu=a.mu, v16=a.v16, steps=a.steps, batch=a.batch, seed=a.seed, data=a.data,
                         checkpoint_every=a.checkpoint_every, resume=a.resume, progress=not a.no_bar,
                         allow_nonfinite=a.allow_nonfinite)
+    prepared = None
     try:
         prepared = prepare(opts)
         for w in prepared.warnings:
@@ -85,14 +87,18 @@ def run(a: argparse.Namespace) -> int:
     except NonFiniteLoss as e:
         print(f"bendtorch train: error: {e}", file=sys.stderr)
         return 1
+    except OutputError as e:  # a link or a file of another type took an output's name during the run
+        print(f"bendtorch train: error: {e}", file=sys.stderr)
+        return 1
     except MemoryError:  # past the estimate: the machine's memory went to something else meanwhile
-        print(f"bendtorch train: error: out of memory during the run (estimated "
-              f"{prepared.memory.get('estimate_bytes', 0) >> 20} MiB)", file=sys.stderr)
+        est = prepared.memory.get("estimate_bytes", 0) if prepared is not None else 0
+        print(f"bendtorch train: error: out of memory during the run (estimated {est >> 20} MiB)", file=sys.stderr)
         return 1
     except OSError as e:  # the disk filled or the folder went away mid-run: the file and the reason, no traceback
         print(f"bendtorch train: error: {shown(e.filename or a.out)}: {e.strerror or e}", file=sys.stderr)
         return 1
     losses = summary["losses"]
+    assert prepared is not None
     if not losses:
         print(f"bendtorch train: nothing to do: the checkpoint is at step {prepared.start}, --steps is {a.steps}",
               file=sys.stderr)
