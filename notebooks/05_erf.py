@@ -23,9 +23,9 @@
 #
 # (The erf itself is lines 1108-1199: x + x P(x^2) below 0.84375, K + S(a - c) on six pieces up to 3.92, 1 above.)
 #
-# **What is measured.** The figures of the erf sweep (the erf entry of `reports/sweep.py`, `bendtorch sweep erf`:
+# **What is measured.** The figures of the erf sweep (the erf function of the exhaustive checker, `bendtorch sweep erf`:
 # impl's erf, `torch.erf`, and the erf inside PyTorch's exact GELU, Vectorized<float>::erf, ported in
-# `reports/torch_erf.py`, against the correctly rounded erf): from the full sweep's results
+# `reference/torch_erf.py`, against the correctly rounded erf): from the full sweep's results
 # (`reports/results/atlas/erf/sweep_full.json`) when they are present, else from a
 # uniformly random sample of float32 bit patterns (`nbutil.erf_sample_results`; its fractions carry a sampling error,
 # allowed for in the verdict). Beside it, the ulp error along [-6, 6] on a dense grid, and what each erf does to GELU's
@@ -67,7 +67,7 @@ for f in U.ERF_LIBS:
 from bendtorch.impl.kernels.erf import erf as impl_erf, erf_piece, BOUNDS
 from bendtorch.oracle.erf import erf64
 from bendtorch.oracle.ulp import ulp_error
-from bendtorch.reports.torch_erf import erf_as_np
+from bendtorch.reference.torch_erf import erf_as_np
 x = np.linspace(-6, 6, GRID).astype(np.float32)
 ex = erf64(x)
 with T.no_grad():

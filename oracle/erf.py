@@ -1,4 +1,4 @@
-"""Pieces of the exact erf that the exhaustive checker (reports/sweep.py, its erf entry) and the notebooks share.
+"""Pieces of the exact erf that the exhaustive checker (bendtorch.reports.sweep) and the notebooks share.
 
 erf(x) = 2/sqrt(pi) * integral_0^x exp(-t^2) dt. The checker decides the correctly rounded float32 of erf(x) input by
 input: the C library's float64 erf rounded to float32, unless erf(x) could sit on the other side of a float32

@@ -74,7 +74,7 @@ def normwise(x: npt.ArrayLike, exact: npt.ArrayLike) -> float:
 
 # ---------------------------------------------------------------------------------------------------------------
 # The same definition on one pair of numbers, compiled, for loops over billions of inputs (the exhaustive sweeps of
-# reports/sweep.py). It follows ulp_error's contract case by case; tests/test_sweep_erf.py checks the two agree.
+# bendtorch.reports.sweep). It follows ulp_error's contract case by case; tests/test_sweep_erf.py checks the two agree.
 # ---------------------------------------------------------------------------------------------------------------
 
 import math  # noqa: E402

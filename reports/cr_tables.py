@@ -2,12 +2,12 @@
 (impl/kernels/cr_exceptions.npz), from the exhaustive checker.
 
 For each of exp, log, tanh, sin and cos, the checker runs the pair evaluation alone (library `impl_raw`,
-impl.kernels.portable.raw_*) on all 2^32 inputs (resuming from the chunks under OUT/FUNCTION/chunks/impl_raw/, the
-same ones `bendtorch sweep FUNCTION` writes) and lists every input it does not round correctly, with the correctly
-rounded float32 (the checker's reference: float64, and mpmath where float64 is too close to a rounding boundary to
-decide). Those lists, as perfect hashes (cr_table.build_cr_table), are the tables; the file is written atomically
-and the digest printed: CR_TABLES_SHA256 in impl/kernels/portable/cr_table.py must be set to it (impl refuses other
-tables at import).
+impl.kernels.portable.raw_*) on all 2^32 inputs (resuming from the sealed chunks under OUT/FUNCTION/chunks/impl_raw/,
+the same ones `bendtorch sweep FUNCTION` writes, reused only under the same key) and lists every input it does not
+round correctly, with the correctly rounded float32 (the checker's reference: float64, and mpmath where float64 is too
+close to a rounding boundary to decide). Those lists, as perfect hashes (cr_table.build_cr_table), are the tables;
+the file is written atomically and the digest printed: CR_TABLES_SHA256 in impl/kernels/portable/cr_table.py must be
+set to it (impl refuses other tables at import).
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ from typing import Any
 import numpy as np
 
 from bendtorch.reports import sweep as S
+from bendtorch.reports.sweep.api import range_accumulators
+from bendtorch.reports.sweep.chunks import MISS_CAP
+from bendtorch.reports.sweep.chunkpass import MISS_LISTED
 
 DEFAULT_OUT = S.RESULTS
 
@@ -29,10 +32,10 @@ def misrounded(func: str, out: Path, workers: int, progress: bool = True, lo: in
                chunk: int = 1 << 21) -> tuple[Any, Any]:
     """Every input raw_FUNC32 misrounds (sorted bits) and its correctly rounded bits: all 2^32 inputs, or the
     positive patterns [lo, hi) and their negatives."""
-    tot = S.sweep_range(out, func, ["impl_raw"], lo, hi, chunk, workers, progress=progress)["impl_raw"]
-    if "miss_n" not in tot or tot["miss"].size != tot["miss_n"][0]:
-        raise RuntimeError(f"{func}: the list of misrounded inputs is incomplete (chunks of an older checker, more "
-                           f"than {S.MISS_CAP} in one chunk or {S.MISS_LISTED} in all): sweep again with --fresh")
+    tot = range_accumulators(func, ["impl_raw"], out, lo, hi, chunk, workers, progress=progress)["impl_raw"]
+    if tot["miss"].size != tot["miss_n"][0]:
+        raise RuntimeError(f"{func}: the list of misrounded inputs is incomplete (more than {MISS_CAP} in one chunk "
+                           f"or {MISS_LISTED} in all)")
     keys = (tot["miss"].astype(np.int64) & 0xFFFFFFFF).astype(np.uint32)
     order = np.argsort(keys, kind="stable")
     return keys[order], tot["miss_want"][order].astype(np.uint32)
@@ -53,7 +56,8 @@ def build(out: Path, workers: int, progress: bool = True) -> dict[str, Any]:
 
 def write(path: Path, tables: dict[str, Any]) -> None:
     """The tables to `path` as plain little-endian uint32 arrays (compressed .npz), atomically."""
-    S.save_npz_atomic(path, {k: np.ascontiguousarray(v).astype("<u4") for k, v in tables.items()})
+    from bendtorch.records.durable import write_npz
+    write_npz(path, {k: np.ascontiguousarray(v).astype("<u4") for k, v in tables.items()})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--workers must be >= 1")
     try:
         return _run(a)
-    except (RuntimeError, ValueError, OSError, S.UsageErrorLike) as e:
+    except (RuntimeError, ValueError, OSError, S.SweepError) as e:
         print(f"cr_tables: error: {e}", file=sys.stderr)
         return 2
 

@@ -66,14 +66,14 @@ def plot_op(name: str, res: dict[str, Any], path: Path) -> None:
 # ---- the erf sweep's sample ------------------------------------------------------------------------------------
 
 def erf_sample(out: Path, n: int) -> dict[str, Any]:
-    """The erf entry of reports/sweep.py in its sample mode, impl's figures and the seed's claims (guarded: if it
-    cannot be imported or fails, the report says so)."""
+    """The erf function of the exhaustive checker (bendtorch.reports.sweep) in its sample mode, impl's figures and
+    the seed's claims (guarded: if it cannot be imported or fails, the report says so)."""
     if n <= 0:
         return {"status": "skipped (--erf-sample 0)"}
     try:
         from bendtorch.reports import sweep
     except Exception as e:  # noqa: BLE001 - reported in REPORT.md
-        return {"status": f"reports/sweep.py not importable: {type(e).__name__}: {e}"}
+        return {"status": f"bendtorch.reports.sweep not importable: {type(e).__name__}: {e}"}
     try:
         rep = sweep.sample("erf", n, out, command=f"bendtorch sweep erf --sample {n} --out {out} --no-plots")
     except Exception as e:  # noqa: BLE001 - reported in REPORT.md
@@ -94,8 +94,8 @@ def erf_sample(out: Path, n: int) -> dict[str, Any]:
 ROOT = Path(__file__).resolve().parent.parent
 FULL_SWEEP = ROOT / "reports" / "results" / "atlas" / "erf" / "sweep_full.json"  # `bendtorch sweep erf`'s
 
-# the seed's claims for its erf (main.bend lines 1118-1120), as the erf entry of reports/sweep.py checks them
-# (ENTRIES["erf"].claims, judged into the impl library's "claims"): the words of the seed and the measured figure
+# the seed's claims for its erf (main.bend lines 1118-1120), as the checker judges them (records.functions' erf
+# record's claims, judged into the impl column's "claims"): the words of the seed and the measured figure
 ERF_CLAIMS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "max_ulp_at_most": ("at most 0.93 ulp off", lambda e: f"max {e['max_ulp']:.4f} ulp"),
     "correctly_rounded_fraction": ("the correctly rounded float32 on 97.1% of the inputs",
@@ -243,7 +243,7 @@ def markdown(rep: dict[str, Any]) -> str:
     L.append("# bendtorch reference report\n")
     L.append(f"Command: `{rep['command']}`  ")
     L.append(f"Mode: {rep['mode']}; {rep['seconds']:.1f} s; written {rep['written']}\n")
-    from bendtorch.records.machine import describe
+    from bendtorch.records.machine import cpu_name, describe
     L.append(f"Measured on: {describe(rep['machine'], ['torch', 'numpy', 'numba'])} (every figure about PyTorch "
              "below is a fact of this machine; impl's are the same on every machine).\n")
     n_ok = sum(r["pass"] for r in rep["rows"])
@@ -323,17 +323,17 @@ def markdown(rep: dict[str, Any]) -> str:
             L.append(f"| {c['claim']} | {c['measured']} | {'confirmed' if c['confirmed'] else 'REFUTED'} |")
         comp = f.get("comparisons") or {}
         if comp:
-            L.append("\n| function | max ulp | correctly rounded | within one step |")
-            L.append("| --- | --- | --- | --- |")
+            L.append("\n| function | max ulp | correctly rounded | within one step | measured on |")
+            L.append("| --- | --- | --- | --- | --- |")
             L.append(f"| impl (the seed's erf) | {f['max_ulp']:.7g} | {100 * f['correctly_rounded_fraction']:.3f}% | "
-                     f"{100 * f['within_one_ulp_fraction']:.4f}% |")
+                     f"{100 * f['within_one_ulp_fraction']:.4f}% | any machine (impl's bits) |")
             names = {"torch": "torch.erf", "torch_gelu_erf_aten": "the erf inside PyTorch's GELU (ATen vector path)",
                      "clib": "the C library's erff"}
             for name, c in comp.items():
-                name = names.get(name, name)
+                name = names.get(name.partition("@")[0], name)
                 if isinstance(c, dict) and "max_ulp" in c:
                     L.append(f"| {name} | {c['max_ulp']:.7g} | {100 * c.get('correctly_rounded_fraction', 0):.3f}% | "
-                             f"{100 * c.get('within_one_ulp_fraction', 0):.4f}% |")
+                             f"{100 * c.get('within_one_ulp_fraction', 0):.4f}% | {cpu_name(c.get('machine'))} |")
         L.append("")
         L += [f"![{Path(p).stem}]({p})" for p in f["plots"]]
     else:

@@ -1,10 +1,14 @@
-"""The generic exhaustive checker (reports/sweep.py): its reference is the correctly rounded float32 on spread and
-special inputs of every entry (against brute-force mpmath), its erf entry gives the committed full sweep's figures, a
-broken library and a broken symmetry are caught, a sweep resumed from part of its chunks gives the same figures, the
-command line refuses bad numbers with exit code 2, and a Dask LocalCluster gives the same JSON as the local pool."""
+"""The generic exhaustive checker (bendtorch.reports.sweep): its reference is the correctly rounded float32 on spread
+and special inputs of every function record (against brute-force mpmath), every record resolves, the committed full
+erf sweep's figures come again (impl's on any machine; another library's only on the machine that committed them,
+else "not compared"), a broken library and a broken symmetry are caught, a sweep resumed from part of its chunks
+gives the same figures, a later run on another machine keeps both columns, the command line refuses bad numbers with
+exit code 2, the JSON it writes validates, the committed JSONs are in the current layout, and a Dask LocalCluster
+gives the same JSON as the local pool."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import subprocess
@@ -16,7 +20,14 @@ import mpmath
 import numpy as np
 import pytest
 
+from bendtorch.records.functions import FUNCTIONS
+from bendtorch.records.libraries import LIBRARIES, providers
+from bendtorch.records.machine import machine
+from bendtorch.records.schemas import validate
 from bendtorch.reports import sweep as S
+from bendtorch.reports.sweep import kernels as K
+from bendtorch.reports.sweep.chunkpass import reference, round32_mp
+from bendtorch.reports.sweep.libraries import resolve, resolve_ref
 from tests.bitcheck import without_run_details
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,12 +38,16 @@ def _f32(bits: int) -> np.float32:
     return f
 
 
+def _mp(func: str) -> Any:
+    return resolve_ref(FUNCTIONS[func].mpmath)
+
+
 def _brute_cr(f: Any, x: float) -> np.float32:
     """f(x) rounded to float32 by brute force: mpmath at 300 bits, the nearest of the neighbours (inf past the
     overflow threshold)."""
     with mpmath.workprec(300):
         y = f(mpmath.mpf(x))
-        if abs(y) >= mpmath.mpf(S.OVERFLOW_EDGE):
+        if abs(y) >= mpmath.mpf(K.OVERFLOW_EDGE):
             return np.float32(math.copysign(math.inf, float(y)))
         with np.errstate(over="ignore"):
             c = np.float32(float(y))
@@ -44,9 +59,9 @@ def _brute_cr(f: Any, x: float) -> np.float32:
 
 
 def _reference(func: str, xs: Any) -> Any:
-    """The checker's c32 for inputs xs (any sign), hard cases decided, as process_bits does it."""
+    """The checker's c32 for inputs xs (any sign), hard cases decided, as a chunk does it."""
     bits = np.ascontiguousarray(xs, dtype=np.float32).view(np.uint32) & np.uint32(0x7FFFFFFF)
-    c32 = S.reference(func, bits).c32
+    c32 = reference(FUNCTIONS[func], bits).c32
     neg = np.ascontiguousarray(xs, dtype=np.float32).view(np.uint32) >> np.uint32(31)
     return np.where(neg == 1, c32[bits.size:], c32[:bits.size])
 
@@ -58,7 +73,7 @@ _NEAR = {"dsilu": [-2.399357, 4194305.0, 30.0], "dgelu_erf": [-0.7517915, 7.0, 3
          "silu": [-100.0, -20.0], "log": [1.0], "cos": [1.5707964, 4.712389], "pow": [9.632959, -11.27, 0.5, 1e-8]}
 
 
-@pytest.mark.parametrize("func", list(S.ENTRIES))
+@pytest.mark.parametrize("func", list(FUNCTIONS))
 def test_reference_is_correctly_rounded(func: str) -> None:
     rng = np.random.default_rng(abs(hash(func)) % 2**32)
     xs = list(rng.integers(0, 0x7F800000, 60, dtype=np.int64).astype(np.uint32).view(np.float32))
@@ -69,7 +84,7 @@ def test_reference_is_correctly_rounded(func: str) -> None:
     xs += [np.float32(v) for v in (0.0, 1e-40, 1.0, 0.5, 3.0, 100.0)]
     xs_a = np.array(xs + [-x for x in xs], dtype=np.float32)
     got = _reference(func, xs_a)
-    mpf = S._mp_funcs()[func]
+    mpf = _mp(func)
     for x, c in zip(xs_a, got):
         xf = float(x)
         with mpmath.workprec(60):
@@ -83,7 +98,7 @@ def test_reference_is_correctly_rounded(func: str) -> None:
         assert c == want, (func, x, c, want)
 
 
-@pytest.mark.parametrize("func", [f for f, e in S.ENTRIES.items() if e.half_x_ties])
+@pytest.mark.parametrize("func", [f for f, e in FUNCTIONS.items() if e.half_x_ties])
 def test_the_half_x_rule_agrees_with_mpmath(func: str) -> None:
     """HALF_X_RULE decides the ties at x/2 (x/2 subnormal) of SiLU and the GELUs; on a spread of them, both signs,
     it gives mpmath's rounding, and the float64 rounding it replaces (to even) is wrong on about half: the rule is
@@ -92,11 +107,9 @@ def test_the_half_x_rule_agrees_with_mpmath(func: str) -> None:
     odd = rng.integers(0, 1 << 23, 150, dtype=np.int64) | 1  # subnormal x with the last bit set: x/2 a midpoint
     odd = np.concatenate([odd, (1 << 23) | odd[:50], [1, (1 << 24) - 1]]).astype(np.uint32)  # and [2^-126, 2^-125)
     xs = np.concatenate([odd, odd | np.uint32(0x80000000)]).view(np.float32)
-    bits = np.ascontiguousarray(odd)
-    ref = S.reference(func, bits)
+    ref = reference(FUNCTIONS[func], np.ascontiguousarray(odd))
     assert ref.hard_bits.size == 0 and ref.by_rule[0] == xs.size
-    mpf = S._mp_funcs()[func]
-    want = np.array([_brute_cr(mpf, float(x)) for x in xs], dtype=np.float32)
+    want = np.array([_brute_cr(_mp(func), float(x)) for x in xs], dtype=np.float32)
     assert (ref.c32.view(np.uint32) == want.view(np.uint32)).all()
     to_even = (xs.astype(np.float64) / 2).astype(np.float32)
     wrong = int((to_even.view(np.uint32) != want.view(np.uint32)).sum())
@@ -104,7 +117,7 @@ def test_the_half_x_rule_agrees_with_mpmath(func: str) -> None:
 
 
 def test_specials_of_the_reference() -> None:
-    ref = {f: _reference(f, np.array([0.0, -0.0, np.inf, -np.inf, np.nan], dtype=np.float32)) for f in S.ENTRIES}
+    ref = {f: _reference(f, np.array([0.0, -0.0, np.inf, -np.inf, np.nan], dtype=np.float32)) for f in FUNCTIONS}
     bits = {f: [int(np.float32(v).view(np.uint32)) for v in r[:4]] for f, r in ref.items()}
 
     def b(v: Any) -> int:
@@ -119,47 +132,122 @@ def test_specials_of_the_reference() -> None:
     assert all(np.isnan(r[4]) for r in ref.values())
 
 
-def _sample(func: str, libs: list[str], n: int = 4000, **kw: Any) -> dict[str, Any]:
-    tots = S.sweep_patterns(func, libs, S.sample_patterns(n), workers=1, progress=False, **kw)
-    return S.build_report(func, tots, "sample", "", 1)
+def test_every_record_resolves_and_each_library_is_stated_once() -> None:
+    # every function names a compiled reference, an mpmath formula and (erf) a piece classifier that exist; every
+    # library's strings resolve to functions that give a float32 array of the input's shape; twins are libraries;
+    # a function's libraries are derived from the library records
+    for f in FUNCTIONS.values():
+        assert resolve_ref(f.reference)(0.5)[1] >= 0 and _mp(f.name)(mpmath.mpf(0.5)) is not None
+        assert f.piece_of is None or len(f.pieces) > 1
+        assert all(t in LIBRARIES and f.name in LIBRARIES[t].functions and LIBRARIES[t].twin for t in f.twins.values())
+        assert providers(f.name) and all(f.name in LIBRARIES[n].functions for n in providers(f.name))
+    x = np.linspace(-3, 3, 64, dtype=np.float32)
+    for lib in LIBRARIES.values():
+        assert lib.functions and set(lib.functions) <= set(FUNCTIONS), lib.name
+        for name, spec in lib.functions.items():
+            if lib.libm == "clib":
+                continue  # a kernel of this process's libm mode: the same function as impl's
+            y = np.asarray(resolve(spec)(x.copy()))
+            assert y.dtype == np.float32 and y.shape[-1] == x.size, (lib.name, name)
 
 
-def test_erf_entry_gives_the_committed_full_sweeps_figures() -> None:
-    # the committed full sweep (`bendtorch sweep erf`, reports/results/atlas/erf/sweep_full.json) against the checker
-    # re-run on windows of it: around each library's largest error (the same error found at the same input), and on
-    # the hard cases it lists (flagged again, the float64 rounding right or wrong as recorded)
+def _committed_columns() -> list[str]:
     path = S.results_json("erf")
     if not path.is_file():
-        pytest.skip(f"no committed full erf sweep at {path}")
+        return ["(none)"]
+    return list(json.loads(path.read_text())["libraries"])
+
+
+@pytest.mark.filterwarnings("ignore:TF32 acceleration")
+@pytest.mark.parametrize("column", _committed_columns())
+def test_erf_entry_gives_the_committed_full_sweeps_figures(column: str) -> None:
+    # the committed full sweep (`bendtorch sweep erf`, reports/results/atlas/erf/sweep_full.json) against the checker
+    # re-run on a window around the column's largest error: the same error found at the same input. impl's figures
+    # are facts everywhere; another library's are compared only on the machine that committed them
+    path = S.results_json("erf")
+    if not path.is_file():
+        pytest.skip(f"not run: no committed full erf sweep at {path}")
     full = json.loads(path.read_text())
-    assert full["mode"].startswith("full") and {"impl", "torch"} <= set(full["libraries"])
-    for lib, f in full["libraries"].items():
-        b = int(f["max_ulp_at_bits"], 16) & 0x7FFFFFFF
-        window = np.arange(b & ~0xFFF, (b & ~0xFFF) + 0x1000, dtype=np.uint32)
-        got = S.figures(S.sweep_patterns("erf", [lib], window, workers=1, progress=False)[lib])
-        assert (got["max_ulp"], got["max_ulp_at_bits"]) == (f["max_ulp"], f["max_ulp_at_bits"]), lib
-    first = full["hard_cases"]["first"]
+    assert full["mode"].startswith("full") and {"impl", "torch"} <= {c["library_name"] for c in
+                                                                      full["libraries"].values()}
+    f = full["libraries"][column]
+    lib = f["library_name"]
+    here = machine(["torch", "numpy", "clib"])
+    note = S.comparable(f, here)
+    if note is not None:
+        assert not f["same_everywhere"] and note.startswith("not compared: committed on ")
+        pytest.skip(note)
+    b = int(f["max_ulp_at_bits"], 16) & 0x7FFFFFFF
+    window = np.arange(b & ~0xFFF, (b & ~0xFFF) + 0x1000, dtype=np.uint32)
+    got = S.figures(S.sweep_patterns("erf", [lib], window, workers=1, progress=False)[lib])
+    assert (got["max_ulp"], got["max_ulp_at_bits"]) == (f["max_ulp"], f["max_ulp_at_bits"]), lib
+
+
+def test_the_committed_erf_sweeps_hard_cases_are_flagged_again() -> None:
+    # the hard cases the committed full sweep lists: flagged again, the float64 rounding right or wrong as recorded
+    path = S.results_json("erf")
+    if not path.is_file():
+        pytest.skip(f"not run: no committed full erf sweep at {path}")
+    first = json.loads(path.read_text())["hard_cases"]["first"]
     bits = np.array([int(h["bits"], 16) for h in first], dtype=np.uint32)
     n = bits.size
     y64, c32, sc, u = np.empty(2 * n), np.empty(2 * n, np.float32), np.empty(2 * n), np.empty(2 * n)
     hard = np.empty(2 * n, dtype=np.bool_)
-    assert S.ref_pass(S.ref_erf, bits, S.ODD, y64, c32, sc, u, hard) == n
+    assert K.ref_pass(resolve_ref(FUNCTIONS["erf"].reference), bits, K.ODD, y64, c32, sc, u, hard) == n
     for k, h in enumerate(first):
-        r32 = S.round32_mp(S._mp_funcs()["erf"], float(_f32(int(bits[k]))), float(sc[k]))[0]
+        r32 = round32_mp(_mp("erf"), float(_f32(int(bits[k]))), float(sc[k]))[0]
         assert bool(r32 != c32[k]) == h["float64_rounding_wrong"], h
 
 
+def _verdicts(committed: dict[str, Any], here: dict[str, Any], fresh: dict[str, Any]) -> dict[str, str]:
+    """Each committed column against this run's column of its library: "same", "differs", or "not compared: ..."."""
+    out = {}
+    for cid, col in committed["libraries"].items():
+        note = S.comparable(col, here)
+        if note is not None:
+            out[cid] = note
+            continue
+        new = fresh["libraries"][col["library_name"]]
+        keep = ("max_ulp", "max_ulp_at_bits", "correctly_rounded", "within_one_ulp", "specials_right")
+        out[cid] = "same" if all(col[k] == new[k] for k in keep) else "differs"
+    return out
+
+
+def test_a_result_committed_on_another_cpu_checks_impl_and_does_not_compare_the_rest(tmp_path: Path) -> None:
+    kw: dict[str, Any] = dict(lo=0x3F800000, hi=0x3F800000 + (1 << 12), chunk=1 << 11, workers=1, plot=False,
+                              progress=False)
+    fresh = S.sweep("exp", ["impl", "torch"], tmp_path / "a", **kw)
+    here = fresh["machine"]
+    assert _verdicts(fresh, here, fresh) == {"impl": "same", "torch": "same"}
+    other = copy.deepcopy(fresh)
+    for col in other["libraries"].values():
+        col["machine"]["cpu"].update(model="Intel Xeon (AVX-512)", vendor="GenuineIntel", family=None,
+                                     model_number=None)
+    v = _verdicts(other, here, fresh)
+    assert v["impl"] == "same"
+    assert v["torch"] == f"not compared: committed on Intel Xeon (AVX-512), this is {_cpu(here)}"
+    other["libraries"]["impl"]["correctly_rounded"] -= 1     # impl's figures are still checked: a change is caught
+    assert _verdicts(other, here, fresh)["impl"] == "differs"
+    same = copy.deepcopy(fresh)
+    same["libraries"]["torch"]["max_ulp_at_bits"] = "0x3f800001"  # and a same-machine column is compared
+    assert _verdicts(same, here, fresh)["torch"] == "differs"
+
+
+def _cpu(m: dict[str, Any]) -> str:
+    from bendtorch.records.machine import cpu_name
+    return cpu_name(m)
+
+
 def test_a_broken_library_and_a_broken_symmetry_are_caught() -> None:
-    good = S.make_lib("tanh", "torch")
-    S._LIB_FNS[("tanh", "numpy")] = lambda x: np.nextafter(good(x), np.float32(np.inf))  # one step up everywhere
-    try:
-        rep = _sample("tanh", ["torch", "numpy"])
-    finally:
-        S._LIB_FNS.pop(("tanh", "numpy"))
-    ok, bad = rep["libraries"]["torch"], rep["libraries"]["numpy"]
+    good = resolve(LIBRARIES["torch"].functions["tanh"])
+
+    def one_step_up(x: Any) -> Any:
+        return np.nextafter(good(x), np.float32(np.inf))
+    rep = S.sweep("tanh", ["torch", one_step_up], None, sample=4000, workers=1, progress=False)
+    ok, bad = rep["libraries"]["torch"], rep["libraries"]["one_step_up"]
     assert ok["odd_symmetric"] and ok["specials_right"] and ok["within_one_ulp_fraction"] == 1.0
     assert bad["correctly_rounded_fraction"] < 0.6 and not bad["odd_symmetric"] and not bad["specials_right"]
-    assert bad["max_ulp"] >= 0.5
+    assert bad["max_ulp"] >= 0.5 and not bad["same_everywhere"] and bad["key"]["library"]["code"]["<local>"]
 
 
 def test_resume_from_part_of_the_chunks_gives_the_same_figures(tmp_path: Path) -> None:
@@ -171,19 +259,17 @@ def test_resume_from_part_of_the_chunks_gives_the_same_figures(tmp_path: Path) -
     for p in chunks[::3]:
         p.unlink()
     b = S.sweep("exp", ["impl", "torch"], tmp_path / "a", **kw)
-
-    def strip(d: dict[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in d.items() if "seconds" not in k}
-    for lib in ("impl", "torch"):
-        assert strip(a["libraries"][lib]) == strip(b["libraries"][lib])
-    with pytest.raises(S.UsageErrorLike):
+    assert b["runs"][-1]["chunks"] == {"reused": 8 + 5, "computed": 3, "recomputed_after_a_failed_check": 0,
+                                       "failed_checks": [], "notes": []}
+    assert without_run_details(a["libraries"]) == without_run_details(b["libraries"])
+    with pytest.raises(S.SweepError, match="holds chunks of another sweep"):
         S.sweep("exp", ["impl"], tmp_path / "a", **dict(kw, chunk=1 << 12))
 
 
 @pytest.mark.parametrize("broken", ["apart", "in place"])
 def test_the_exp_array_twin_counts_a_wrong_call(broken: str, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    # the exp entry's twin checks libm.exp_array both ways the kernels call it: a copy wrong in one way only
+    # the exp function's twin checks libm.exp_array both ways the kernels call it: a copy wrong in one way only
     # (the last bit of every result flipped) is counted on every input
     from bendtorch.impl.kernels import libm
     good = libm.exp_array
@@ -208,10 +294,43 @@ def test_a_later_run_merges_its_libraries_in_the_atlas_order_and_keeps_the_plots
     assert first["plots"] and all((tmp_path / "exp" / n).exists() for n in first["plots"])
     later = S.sweep("exp", ["impl"], tmp_path, plot=False, **kw)
     saved = json.loads(Path(later["json"]).read_text())
-    assert list(saved["libraries"]) == ["impl", "torch", "numpy"]            # ATLAS_LIBS' order, not the runs'
+    assert list(saved["libraries"]) == ["impl", "torch", "numpy"]            # the records' order, not the runs'
     assert saved["plots"] == first["plots"]
-    assert saved["libraries"]["torch"] == first["libraries"]["torch"]
+    assert saved["libraries"]["torch"] == json.loads(json.dumps(first["libraries"]["torch"]))
     assert [r["libraries"] for r in saved["runs"]] == [["torch", "numpy"], ["impl"]]
+
+
+def test_a_later_run_on_another_machine_keeps_both_columns(tmp_path: Path) -> None:
+    # a column committed on another CPU stays beside this machine's column of the same library; impl's column (the
+    # same bits everywhere) is replaced; the atlas shows each row with the CPU it was measured on
+    kw: dict[str, Any] = dict(sample=2000, workers=1, plot=False, progress=False)
+    first = S.sweep("exp", ["impl", "torch"], tmp_path, **kw)
+    path = Path(first["json"])
+    doc = json.loads(path.read_text())
+    for col in doc["libraries"].values():
+        col["machine"]["cpu"].update(model="Intel Xeon (AVX-512)", vendor="GenuineIntel", family=None,
+                                     model_number=None)
+    path.write_text(json.dumps(doc))
+    again = S.sweep("exp", ["impl", "torch"], tmp_path, **kw)
+    cols = again["libraries"]
+    torch_cols = [c for c, f in cols.items() if f["library_name"] == "torch"]
+    assert len(cols) == 3 and cols["impl"]["machine"]["cpu"]["model"] == _cpu_model()
+    assert torch_cols[0] == "torch" and torch_cols[1].startswith("torch@")
+    assert cols["torch"]["machine"]["cpu"]["model"] == "Intel Xeon (AVX-512)"
+    assert cols[torch_cols[1]]["machine"]["cpu"]["model"] == _cpu_model()
+    validate(json.loads(path.read_text()), "sweep")
+    rows = [r for r in S.atlas_markdown(tmp_path).splitlines() if r.startswith("| exp(x) |")]
+    here = _cpu(again["machine"])
+    assert [r.split(" | ")[1] for r in rows] == ["impl", "torch", "torch"]
+    assert rows[0].endswith(f"| {here} (the same bits on any) |") and rows[1].endswith("| Intel Xeon (AVX-512) |")
+    assert rows[2].endswith(f"| {here} |")
+    summary = S.summary_line(again)
+    assert f"{torch_cols[1]}: max" in summary and "impl: max" in summary and summary.count("\n  ") == 2
+
+
+def _cpu_model() -> str:
+    from bendtorch.records.machine import cpu
+    return str(cpu()["model"])
 
 
 @pytest.mark.parametrize("args", [["--sample", "0"], ["--sample", "-5"], ["--workers", "0"], ["--chunk", "0"],
@@ -230,20 +349,60 @@ def test_command_line_sample_and_the_atlas_table(tmp_path: Path) -> None:
                        cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     rep = json.loads((tmp_path / "log" / "sweep_sample.json").read_text())
+    validate(rep, "sweep")
     assert rep["mode"].startswith("sample") and set(rep["libraries"]) == {"impl", "numpy"}
     assert rep["libraries"]["impl"]["within_one_ulp_fraction"] == 1.0
+    assert rep["libraries"]["numpy"]["key"]["library"]["distribution"]["name"] == "numpy"
+    assert "cpu" in rep["libraries"]["numpy"]["key"]["library"] and "cpu" not in rep["libraries"]["impl"]["key"]
     assert (tmp_path / "log" / "log_ulp_sample.png").stat().st_size > 1000
     md = S.atlas_markdown(tmp_path, "atlas")
     rows = [line for line in md.splitlines() if line.startswith("| log(x) |")]
+    cpu = _cpu(rep["machine"])
     assert len(rows) == 2 and all("| sample " in r for r in rows), md
+    assert rows[0].endswith(f"| {cpu} (the same bits on any) |") and rows[1].endswith(f"| {cpu} |"), rows
     assert "![log/log_ulp_sample.png](atlas/log/log_ulp_sample.png)" in md
     # the sweep rewrote OUT/ATLAS.md with the same table, its plots linked beside it
     assert (tmp_path / "ATLAS.md").read_text() == S.atlas_markdown(tmp_path, ".")
 
 
+def test_the_committed_sweeps_are_in_the_current_layout_and_validate() -> None:
+    paths = sorted(S.RESULTS.glob("*/sweep_*.json"))
+    if not paths:
+        pytest.skip(f"not run: no committed sweeps under {S.RESULTS}")
+    for p in paths:
+        doc = json.loads(p.read_text())
+        validate(doc, "sweep")
+        for cid, col in doc["libraries"].items():
+            m = col["machine"]
+            assert col["library_name"] == cid.partition("@")[0]
+            assert col["same_everywhere"] == LIBRARIES[col["library_name"]].everywhere
+            if "original" in m:  # recorded after the run: the CPU named, the run's own fields kept
+                assert m["cpu"]["model"] and m["recorded_after_the_run"] and m["original"]["platform"]
+
+
+def test_an_earlier_layout_is_upgraded_with_its_fields_kept() -> None:
+    from bendtorch.reports.sweep.legacy import upgrade
+
+    old = {"function": "exp", "title": "exp(x)", "mode": "sample (64 inputs)", "command": "c",
+           "machine": {"platform": "Linux-x86_64", "processor": "x86_64", "cpus": 2, "python": "3.11.7",
+                       "c_library": "glibc 2.36", "torch": "2.13.0+cpu"},
+           "hard_cases": {"count": 0}, "libraries": {"impl": {"inputs": 64, "max_ulp": 0.5,
+                                                               "correctly_rounded_fraction": 1.0,
+                                                               "within_one_ulp_fraction": 1.0,
+                                                               "specials_right": True}}}
+    unknown = upgrade(old)
+    validate(unknown, "sweep")
+    note = S.comparable({**unknown["libraries"]["impl"], "same_everywhere": False}, machine())
+    assert note is not None and note.startswith("not compared: committed on an unrecorded CPU (x86_64), this is ")
+    known = upgrade(old, {"model": "Intel Xeon (AVX-512)", "vendor": "GenuineIntel"}, "the project's notes")
+    validate(known, "sweep")
+    m = known["libraries"]["impl"]["machine"]
+    assert m["cpu"]["model"] == "Intel Xeon (AVX-512)" and m["original"] == old["machine"]
+    assert "the project's notes" in m["recorded_after_the_run"] and m["libraries"]["torch"]["version"] == "2.13.0+cpu"
+
 
 def test_dask_local_cluster_gives_the_pools_json(tmp_path: Path) -> None:
-    pytest.importorskip("dask.distributed", reason="dask[distributed] is not installed (optional extra)")
+    pytest.importorskip("dask.distributed", reason="not run: dask[distributed] is not installed (optional extra)")
     kw: dict[str, Any] = dict(lo=0x40000000, hi=0x40000000 + (1 << 13), chunk=1 << 11, plot=False, progress=False)
     pool = S.sweep("sin", ["impl", "numpy"], tmp_path / "pool", workers=2, **kw)
     dask = S.sweep("sin", ["impl", "numpy"], tmp_path / "dask", dask="local", **kw)

@@ -1,6 +1,7 @@
-"""The erf entry of the exhaustive checker (reports/sweep.py): its exact reference on the erf's special patterns and
-hard cases, glibc's erf under it, the compiled ulp error it counts with (oracle/ulp.py), the port of the erf inside
-PyTorch's GELU (reports/torch_erf.py), the sample mode with the seed's claims, and a sweep killed by SIGKILL and
+"""The erf function of the exhaustive checker (bendtorch.reports.sweep, an ordinary record of records/functions.py):
+its exact reference on the erf's special patterns and hard cases, glibc's erf under it, the compiled ulp error it
+counts with (oracle/ulp.py), the port of the erf inside PyTorch's GELU (reference/torch_erf.py), the sample mode with
+the seed's claims, `bendtorch erf-sweep` as a name for `bendtorch sweep erf`, and a sweep killed by SIGKILL and
 resumed giving the same figures as one run straight through."""
 
 from __future__ import annotations
@@ -20,8 +21,13 @@ import numba
 import numpy as np
 import pytest
 
+from bendtorch.oracle.functions import ref_erf
 from bendtorch.oracle.ulp import ulp32, ulp32_1, ulp_error, ulp_error1
+from bendtorch.records.functions import ERF_PIECES
+from bendtorch.records.libraries import providers
 from bendtorch.reports import sweep as S
+from bendtorch.reports.sweep import kernels as K
+from bendtorch.reports.sweep.chunkpass import round32_mp
 from tests.bitcheck import without_run_details
 from tests.test_sweep import _reference
 
@@ -67,7 +73,7 @@ def test_compiled_ulp_error_is_the_numpy_definition() -> None:
 
 
 def test_reference_is_correctly_rounded_on_the_special_patterns() -> None:
-    # the erf entry's float64 + mpmath reference against brute-force mpmath at 400 bits, on spread inputs and every
+    # the erf function's float64 + mpmath reference against brute-force mpmath at 400 bits, on spread inputs and every
     # special pattern of the sample mode (impl's piece boundaries and their neighbours included), both signs
     rng = np.random.default_rng(1)
     bits = np.concatenate([rng.integers(0, 0x7F800000, 300, dtype=np.int64).astype(np.uint32),
@@ -90,21 +96,22 @@ def test_hard_cases_are_flagged_and_decided() -> None:
     y64, c32, scale, u = np.empty(2 * n), np.empty(2 * n, np.float32), np.empty(2 * n), np.empty(2 * n)
     hard = np.empty(2 * n, dtype=np.bool_)
     # erf is odd: the negatives mirror the positives and are not counted again
-    assert S.ref_pass(S.ref_erf, bits, S.ODD, y64, c32, scale, u, hard) == 2 and hard[:n].all()
+    assert K.ref_pass(ref_erf, bits, K.ODD, y64, c32, scale, u, hard) == 2 and hard[:n].all()
     for k, b in enumerate(bits):
         x = _f32(int(b))
-        r, _ = S.round32_mp(mpmath.erf, x, float(scale[k]))
+        r, _ = round32_mp(mpmath.erf, x, float(scale[k]))
         assert r == _exact_round32(x)
         # and really close to the boundary: the midpoint on the exact value's side is within the margin
         with mpmath.workprec(200):
             y = mpmath.erf(mpmath.mpf(x))
             lo, hi = sorted([r, np.nextafter(r, np.float32(2) if y > mpmath.mpf(float(r)) else np.float32(-2))])
             m = (mpmath.mpf(float(lo)) + mpmath.mpf(float(hi))) / 2
-            assert abs(y - m) <= 2 * S.REL_MARGIN * y
+            assert abs(y - m) <= 2 * K.REL_MARGIN * y
 
 
 def test_numba_math_erf_is_the_c_librarys() -> None:
-    # the erf entry's float64 reference (S.ref_erf) is numba's math.erf, which must be the C library's (glibc's) erf
+    # the erf function's float64 reference (oracle.functions.ref_erf) is numba's math.erf, which must be the C
+    # library's (glibc's) erf
     import ctypes
     import ctypes.util
 
@@ -113,18 +120,18 @@ def test_numba_math_erf_is_the_c_librarys() -> None:
     libm.erf.argtypes = [ctypes.c_double]
     rng = np.random.default_rng(4)
     xs = np.concatenate([rng.standard_normal(3000) * 2, rng.uniform(-1e-5, 1e-5, 500), [0.0, -0.0, 6.0, 1e-300]])
-    got = np.array([S.ref_erf(float(x))[0] for x in xs])
+    got = np.array([ref_erf(float(x))[0] for x in xs])
     want = np.array([libm.erf(float(x)) for x in xs])
     assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
 
 
 @pytest.mark.filterwarnings("ignore:TF32 acceleration")
 def test_torch_gelu_port_is_bit_exact() -> None:
-    # reports/torch_erf.py's GELU against torch's ATen gelu (oneDNN disabled) bit for bit: the evidence that its
-    # erf_as (the erf entry's torch_gelu_erf_aten library) is the erf inside that GELU
+    # reference/torch_erf.py's GELU against torch's ATen gelu (oneDNN disabled) bit for bit: the evidence that its
+    # erf_as (the erf function's torch_gelu_erf_aten library) is the erf inside that GELU
     import torch
 
-    from bendtorch.reports.torch_erf import gelu_port_np, torch_gelu
+    from bendtorch.reference.torch_erf import gelu_port_np, torch_gelu
 
     rng = np.random.default_rng(2)
     x = np.concatenate([rng.integers(0, 2**32, 1 << 16, dtype=np.uint64).astype(np.uint32).view(np.float32),
@@ -141,10 +148,10 @@ def test_torch_gelu_port_is_bit_exact() -> None:
 def test_sample_mode_and_the_seeds_claims(tmp_path: Path, keep_threads: None) -> None:
     rep = S.sample("erf", 4000, tmp_path)
     assert json.loads((tmp_path / "erf" / "sweep_sample.json").read_text())["libraries"].keys() == \
-        rep["libraries"].keys() == set(S.ENTRIES["erf"].libs)
+        rep["libraries"].keys() == set(providers("erf"))
     imp = rep["libraries"]["impl"]
     assert imp["nan_in_nan_out"] and imp["odd_symmetric"] and imp["specials_right"] and imp["nan_inputs"] > 0
-    assert set(imp["per_piece"]) == {f"{p} {s}" for p, s in enumerate(S.ERF_PIECES)}
+    assert set(imp["per_piece"]) == {f"{p} {s}" for p, s in enumerate(ERF_PIECES)}
     # the seed claims at most 0.93 ulp and at most one step from the correctly rounded value (main.bend 1119);
     # the fraction correctly rounded (97.1%) is a figure of all 2^32 inputs, not of this sample
     claims = imp["claims"]
@@ -184,3 +191,13 @@ def test_range_killed_and_resumed_gives_the_same_result(tmp_path: Path, keep_thr
     assert not list((resumed / "erf").glob("sweep_*.json"))
     got = S.sweep("erf", LIBS, resumed, lo=LO, hi=HI, chunk=CHUNK, workers=1, plot=False, progress=False)
     assert without_run_details(got) == without_run_details(want)
+
+
+def test_erf_sweep_is_a_name_for_sweep_erf(tmp_path: Path, keep_threads: None) -> None:
+    from bendtorch.cli import main
+
+    args = ["--sample", "64", "--lib", "impl", "--workers", "1", "--no-plots", "--quiet", "--out"]
+    assert main(["erf-sweep", *args, str(tmp_path / "a")]) == 0
+    assert main(["sweep", "erf", *args, str(tmp_path / "b")]) == 0
+    a, b = (json.loads((tmp_path / d / "erf" / "sweep_sample.json").read_text()) for d in "ab")
+    assert without_run_details(a) == without_run_details(b) and a["libraries"]["impl"]["claims"]

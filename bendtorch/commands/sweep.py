@@ -1,8 +1,11 @@
 """`bendtorch sweep FUNCTION [--lib LIB ...] [--sample N]`: one float32 function against its correctly rounded value
-on every one of the 2^32 float32 inputs (or N spread inputs plus the special values, or a range), each library side
-by side; per-function JSON and plots in OUT/FUNCTION/ (bendtorch.reports.sweep has the method and the entries).
-The numbers are checked here, before any work: --sample, --workers, --chunk >= 1, --chunk a multiple of 32,
-0 <= --lo < --hi <= 2^31, a known function and libraries it has."""
+on every one of the 2^32 float32 inputs (or N spread inputs plus the special values, or a range), each library
+side by side; per-function JSON and plots in OUT/FUNCTION/ (bendtorch.reports.sweep has the method). The function
+and library names come from bendtorch.records (no numba, no torch for --help). Checked before any work: --sample,
+--workers, --chunk >= 1, --chunk a multiple of 32, 0 <= --lo < --hi <= 2^31, a known function, libraries that
+provide it (a built-in name, an entry point of the group bendtorch.sweep_libraries, or NAME=module:attr, imported and
+called on a few inputs), a --sample that fits in memory, a --dask scheduler that answers, an --out no other sweep
+holds."""
 
 from __future__ import annotations
 
@@ -13,10 +16,14 @@ from typing import Callable
 
 from bendtorch.commands.args import UsageError, int_in, writable_dir
 
-FULL_HI = 1 << 31  # bendtorch.reports.sweep.FULL_HI: the positive float32 bit patterns
-# bendtorch.reports.sweep.ENTRIES' names, repeated so that `--help` imports neither numba nor torch
-FUNCTIONS = ("exp", "log", "tanh", "sin", "cos", "pow", "erf", "sqrt", "rsqrt", "sigmoid", "silu", "gelu_tanh", "gelu_erf",
-             "dsigmoid", "dtanh", "dsilu", "dgelu_tanh", "dgelu_erf")
+
+def _function_names() -> tuple[str, ...]:
+    from bendtorch.records.functions import NAMES  # the records: plain data, neither numba nor torch
+    return NAMES
+
+
+FUNCTIONS = _function_names()  # the sweep functions' names, from their records (bendtorch.reports.sweep.ENTRIES)
+FULL_HI = 1 << 31  # the positive float32 bit patterns, each also negated (bendtorch.reports.sweep.FULL_HI)
 
 
 def _int0(lo: int, hi: int) -> Callable[[str], int]:
@@ -40,12 +47,17 @@ def add_arguments(parser: argparse.ArgumentParser, function: str | None = None) 
                             help="one of: " + ", ".join(FUNCTIONS))
     else:
         parser.set_defaults(function=function)
+    from bendtorch.records.libraries import LIBRARIES
+
+    names = ", ".join(n for n, lib in LIBRARIES.items() if not lib.twin)
     parser.add_argument("--lib", action="append", metavar="LIB", dest="libs",
-                        help="a library to check (repeatable; default: every library the function has): impl, "
-                             "impl_raw, impl_clib, torch, torch_scalar, torch_aten, numpy, clib, "
-                             "torch_gelu_erf_aten")
-    parser.add_argument("--out", type=Path, default=Path("reports/out/atlas"),
-                        help="output directory (the function's files go in OUT/FUNCTION/)")
+                        help=f"a library to check (repeatable; default: every library that provides the function): "
+                             f"{names}; an installed plug-in's name (entry points bendtorch.sweep_libraries); or "
+                             f"NAME=pkg.mod:attr, attr a function float32 array -> float32 array or an object or "
+                             f"mapping providing functions by name")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="output directory (the function's files go in OUT/FUNCTION/; default "
+                             "bendtorch-out/atlas, or $BENDTORCH_OUT/atlas)")
     parser.add_argument("--sample", type=int_in(1, FULL_HI), default=None, metavar="N",
                         help="check N >= 1 spread inputs plus the special values (seconds; not exhaustive)")
     parser.add_argument("--lo", type=_int0(0, FULL_HI - 1), default=0, help="first positive bit pattern (default 0)")
@@ -54,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser, function: str | None = None) 
     parser.add_argument("--chunk", type=_int0(32, FULL_HI), default=1 << 21,
                         help="positive patterns per chunk (a multiple of 32, default 2^21)")
     parser.add_argument("--workers", type=int_in(1, 1024), default=None,
-                        help="local processes (default: every core)")
+                        help="local processes (default: every core; never more than there are chunks)")
     parser.add_argument("--dask", metavar="ADDRESS", default=None,
                         help="run the chunks on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786), "
                              "or 'local' for a LocalCluster on this machine, instead of the local process pool")
@@ -64,24 +76,34 @@ def add_arguments(parser: argparse.ArgumentParser, function: str | None = None) 
 
 
 def run(args: argparse.Namespace) -> int:
+    from bendtorch.records.libraries import SpecError, parse_lib
+
     if args.chunk % 32:
         raise UsageError(f"--chunk {args.chunk}: must be a multiple of 32")
     if not args.lo < args.hi:
         raise UsageError(f"--lo {args.lo:#x} must be below --hi {args.hi:#x}")
+    for text in args.libs or []:
+        try:
+            parse_lib(text)
+        except SpecError as e:
+            raise UsageError(str(e)) from None
+    if args.out is None:
+        from bendtorch.records.paths import output_dir
+        args.out = output_dir("atlas")
     writable_dir(args.out)
     from bendtorch.reports import sweep as S
+    from bendtorch.reports.sweep.engine import LibraryFailed
+    from bendtorch.reports.sweep.errors import shown
 
-    ent = S.ENTRIES[args.function]
-    libs = list(dict.fromkeys(args.libs or ent.libs))
-    bad = [lib for lib in libs if lib not in ent.libs]
-    if bad:
-        raise UsageError(f"--lib {bad[0]}: {args.function} has the libraries {', '.join(ent.libs)}")
     command = "bendtorch " + " ".join(sys.argv[1:]) if sys.argv[1:] else f"bendtorch sweep {args.function}"
     try:
-        rep = S.sweep(args.function, libs, args.out, sample=args.sample, lo=args.lo, hi=args.hi, chunk=args.chunk,
-                      workers=args.workers or 0, dask=args.dask, fresh=args.fresh, plot=not args.no_plots,
-                      progress=not args.quiet, command=command)
-    except S.UsageErrorLike as e:
+        rep = S.sweep(args.function, list(dict.fromkeys(args.libs or [])) or None, args.out, sample=args.sample,
+                      lo=args.lo, hi=args.hi, chunk=args.chunk, workers=args.workers or 0, dask=args.dask,
+                      fresh=args.fresh, plot=not args.no_plots, progress=not args.quiet, command=command)
+    except S.SweepError as e:
         raise UsageError(str(e)) from None
-    print(S.summary_line(rep, libs) + f"\n  -> {rep['json']}")
+    except LibraryFailed as e:
+        print(f"bendtorch sweep: error: a library failed during the sweep: {e}", file=sys.stderr)
+        return 1
+    print(shown(S.summary_line(rep) + f"\n  -> {rep['json']}"))
     return 0

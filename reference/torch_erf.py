@@ -1,12 +1,12 @@
-"""The erf inside PyTorch's exact GELU on this machine's CPU path, ported operation by operation to numba.
+"""The erf inside PyTorch's exact GELU on an AVX512 CPU's path, ported operation by operation to numba.
 
 torch.nn.functional.gelu(x) (approximate="none") on a float32 CPU tensor runs GeluKernelImpl
 (aten/src/ATen/native/cpu/Activation.cpp): its vectorized lambda computes
 
     (x * 0.5f) * (1.0f + erf_v(x * 0.70710677f))           (M_SQRT1_2 rounded to float)
 
-and its scalar lambda, used only for the tail of a loop that is not a whole number of vectors, calls std::erf. On
-this AVX512 machine erf_v is Vectorized<float>::erf (aten/src/ATen/cpu/vec/vec512/vec512_float.h), the
+and its scalar lambda, used only for the tail of a loop that is not a whole number of vectors, calls std::erf. With
+AVX512 erf_v is Vectorized<float>::erf (aten/src/ATen/cpu/vec/vec512/vec512_float.h), the
 Abramowitz-Stegun 7.1.26 form (absolute error bound 1.5e-7, not a relative one):
 
     a = |x|; t = 1 / fma(p, a, 1); r = fma(fma(fma(fma(p5, t, p4), t, p3), t, p2), t, p1)
@@ -16,9 +16,10 @@ with the fused multiply-adds of the source (_mm512_fmadd_ps) and SLEEF's expf u1
 sleefsimdsp.c, whose vmla is a fused multiply-add on AVX512F). The port reproduces each float32 operation: llvm.fma
 for each fused step, (v + 1.5*2^23) - 1.5*2^23 for the round-to-nearest-even of cvtps_epi32 (exact for |v| < 2^22,
 and SLEEF's result is masked to 0 below -104 anyway), and SLEEF's two-step ldexp. Its agreement with torch's gelu is
-checked bit for bit (tests/test_sweep_erf.py on random inputs, and the gelu_erf entry of reports/sweep.py, whose
-torch_aten library is compared with this port on every input it sweeps): that is the evidence that `erf_as` is the
-erf torch's GELU computes. NaN payloads are not modelled (NaN in gives NaN out).
+checked bit for bit (tests/test_sweep_erf.py on random inputs, and the gelu_erf function of the exhaustive checker,
+whose torch_aten library is compared with this port, its twin, on every input it sweeps): that is the evidence that
+`erf_as` is the erf torch's GELU computes. NaN payloads are not modelled (NaN in gives NaN out). The bit helpers f2u
+and u2f are impl's (impl.kernels.portable.eft).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ import numpy as np
 from llvmlite import ir  # type: ignore[import-untyped]
 from numba import types
 from numba.core.extending import intrinsic
+
+from bendtorch.impl.kernels.portable.eft import f2u, u2f
 
 
 def _fma32(typingctx: Any, a: Any, b: Any, c: Any) -> Any:
@@ -46,32 +49,6 @@ def _fma32(typingctx: Any, a: Any, b: Any, c: Any) -> Any:
 
 
 fma32: Any = intrinsic(_fma32)
-
-
-def _f2u(typingctx: Any, x: Any) -> Any:
-    """The bits of a float32 as a uint32 (an LLVM bitcast: no memory, unlike a numba scalar .view)."""
-    sig = types.uint32(types.float32)
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        return builder.bitcast(args[0], ir.IntType(32))
-
-    return sig, codegen
-
-
-f2u: Any = intrinsic(_f2u)
-
-
-def _u2f(typingctx: Any, u: Any) -> Any:
-    """The float32 with the given uint32 bits (an LLVM bitcast)."""
-    sig = types.float32(types.uint32)
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        return builder.bitcast(args[0], ir.FloatType())
-
-    return sig, codegen
-
-
-u2f: Any = intrinsic(_u2f)
 
 
 _ONE = np.float32(1.0)

@@ -1,0 +1,137 @@
+"""The sweep libraries' records: one `SweepLibrary` per float32 implementation the exhaustive checker sets side by
+side (a column of the atlas), and the one place that says which library provides which function.
+
+A record maps each function it provides to a "module:attr" string naming a function float32 array -> float32 array
+(attr may be a dotted path through attributes and mapping keys: "pkg.mod:TABLE.exp"). The strings are resolved inside
+every worker process (bendtorch.reports.sweep.libraries.resolve), so a library from outside the project works in the
+process pool and on a Dask cluster alike, as long as its module imports there. This module imports nothing of the
+project.
+
+What a chunk of a sweep is keyed by comes partly from here: `distribution`, the library whose version, build and
+dispatch level (bendtorch.records.machine.probe) enter the key; `libm`, the BENDTORCH_LIBM the worker must run
+(impl.kernels.libm reads it once, at import, so a task's libraries share one); `impl`, impl's source digest enters
+the key; `code`, modules whose source enters it besides the adapters'. `everywhere` says the library's bits are the
+same on every machine (impl's own float32 functions), so its figures are facts everywhere; any other library's
+figures are facts of the machine that measured them. A `twin` is a second implementation a function record checks
+a library against (it has no atlas row of its own).
+
+Libraries from outside: `bendtorch sweep FUNCTION --lib NAME=pkg.mod:attr` (a function for that one function, or an
+object or mapping providing several, or a SweepLibrary), and the entry points of the group `bendtorch.sweep_libraries`
+(`entry_point_names()`), whose objects give a SweepLibrary (docs/extending.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import re
+from dataclasses import asdict, dataclass
+from typing import Mapping
+
+GROUP = "bendtorch.sweep_libraries"   # the entry-point group a package publishes its sweep libraries in
+
+_REF = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+_NAME = re.compile(r"^[A-Za-z_][\w.-]*$")
+
+
+class SpecError(ValueError):
+    """A --lib argument that names no library: one line."""
+
+
+@dataclass(frozen=True)
+class SweepLibrary:
+    """One implementation of some sweep functions (see the module's docstring)."""
+
+    name: str
+    note: str
+    functions: Mapping[str, str]      # function name -> "module:attr" of a float32 array -> float32 array function
+    distribution: str | None = None   # whose version, build and dispatch level enter the key (records.machine.probe)
+    libm: str | None = None           # the BENDTORCH_LIBM a worker must run: "portable" or "clib"
+    impl: bool = False                # impl's source digest enters the key
+    everywhere: bool = False          # the same bits on every machine: its figures are facts everywhere
+    code: tuple[str, ...] = ()        # modules whose source enters the key besides the adapters'
+    twin: bool = False                # a twin: checked against a library, no atlas row of its own
+
+    def fields_digest(self) -> str:
+        """sha256 of the record's fields in canonical JSON."""
+        text = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+_A = "bendtorch.reports.sweep.libraries"
+_PORTABLE = ("exp", "log", "tanh", "sin", "cos")                 # impl's functions with an exception table
+_BASIC = _PORTABLE + ("pow",)
+_ACTS = ("sigmoid", "silu", "gelu_tanh", "dsigmoid", "dtanh", "dsilu", "dgelu_tanh")
+_ALL = _BASIC + ("erf", "sqrt", "rsqrt") + _ACTS[:3] + ("gelu_erf",) + _ACTS[3:] + ("dgelu_erf",)
+
+
+def _table(module: str, table: str, names: tuple[str, ...]) -> dict[str, str]:
+    return {f: f"{_A}.{module}:{table}.{f}" for f in names}
+
+
+LIBRARIES: dict[str, SweepLibrary] = {lib.name: lib for lib in [
+    SweepLibrary("impl", "impl's kernel function with its portable functions (impl.kernels.portable; "
+                 "BENDTORCH_LIBM=portable)", _table("impl", "KERNEL", _ALL), libm="portable", impl=True,
+                 everywhere=True),
+    SweepLibrary("impl_raw", "impl's portable function without its exception table (impl.kernels.portable.raw_*: the "
+                 "float32 pair alone); the inputs it misrounds are the table's", _table("impl", "RAW", _PORTABLE),
+                 impl=True, everywhere=True),
+    SweepLibrary("impl_clib", "impl's kernel function with the C library's float32 functions (BENDTORCH_LIBM=clib)",
+                 _table("impl", "KERNEL", tuple(f for f in _ALL if f not in ("erf", "sqrt", "rsqrt"))),
+                 distribution="clib", libm="clib", impl=True),
+    SweepLibrary("torch", "PyTorch CPU float32, a large contiguous tensor (the vectorised path)",
+                 _table("pytorch", "VECTOR", _ALL), distribution="torch"),
+    SweepLibrary("torch_scalar", "PyTorch CPU float32 on a strided (non-contiguous) view: the loop such a tensor takes "
+                 "(on this build it gives the contiguous path's bits for exp, and a 1-element tensor does too)",
+                 _table("pytorch", "STRIDED", _BASIC + ("rsqrt",) + _ACTS + ("dgelu_erf",)), distribution="torch"),
+    SweepLibrary("torch_aten", "PyTorch's ATen kernel with oneDNN disabled", _table("pytorch", "ATEN", ("gelu_erf",)),
+                 distribution="torch"),
+    SweepLibrary("numpy", "numpy float32 ufuncs (the formula in float32 operations where numpy has no such function)",
+                 _table("numpy_ufuncs", "UFUNCS", _BASIC + ("sqrt", "rsqrt") + _ACTS), distribution="numpy"),
+    SweepLibrary("clib", "the C library's float32 function called directly (ctypes, e.g. expf)",
+                 _table("c_library", "LIBM", _BASIC + ("erf", "sqrt")), distribution="clib"),
+    SweepLibrary("torch_gelu_erf_aten", "the erf inside PyTorch's ATen GELU, ported op by op "
+                 "(bendtorch.reference.torch_erf)", _table("pytorch", "PORTS", ("erf",)),
+                 code=("bendtorch.reference.torch_erf",), everywhere=True),
+    SweepLibrary("impl_exp_array", "impl's exp over a whole array (libm.exp_array, the vectorised loop the softmax, "
+                 "log-softmax, cross-entropy and attention kernels and the Sigmoid and SiLU loops call), called apart "
+                 "and in place: must give exp32's bits on every input", {"exp": f"{_A}.impl:EXP_ARRAY_BOTH_WAYS"},
+                 libm="portable", impl=True, everywhere=True, twin=True),
+    SweepLibrary("torch_gelu_erf_port", "ATen's GELU (erf form) ported op by op (bendtorch.reference.torch_erf)",
+                 _table("pytorch", "PORTS", ("gelu_erf",)), code=("bendtorch.reference.torch_erf",),
+                 everywhere=True, twin=True),
+]}
+
+ORDER = tuple(LIBRARIES)   # the atlas's order of columns; a library from outside comes after, by name
+
+
+def providers(function: str) -> tuple[str, ...]:
+    """The built-in libraries that provide `function` (twins aside), in the atlas's order."""
+    return tuple(n for n, lib in LIBRARIES.items() if function in lib.functions and not lib.twin)
+
+
+def rank(name: str) -> tuple[int, str]:
+    """A library's place in a function's JSON and the atlas: ORDER's, then any other by name."""
+    return (ORDER.index(name), "") if name in ORDER else (len(ORDER), name)
+
+
+def parse_lib(text: str) -> tuple[str, str | None]:
+    """A --lib argument as (NAME, "module:attr" or None for a library named alone); SpecError for a malformed one."""
+    name, eq, spec = text.partition("=")
+    if not eq:
+        if not _NAME.match(text):
+            raise SpecError(f"--lib {text!r}: not a library name (a name, or NAME=module:attr)")
+        return text, None
+    if not _NAME.match(name):
+        raise SpecError(f"--lib {text!r}: {name!r} is not a library name (NAME=module:attr)")
+    if not _REF.match(spec):
+        raise SpecError(f"--lib {text!r}: {spec!r} is not module:attr (e.g. mypkg.funcs:exp32)")
+    if name in LIBRARIES:
+        raise SpecError(f"--lib {text!r}: {name} is a built-in library; give yours another name")
+    return name, spec
+
+
+def entry_point_names() -> tuple[str, ...]:
+    """The names of the sweep libraries installed packages publish (entry points of GROUP)."""
+    return tuple(sorted({ep.name for ep in importlib.metadata.entry_points(group=GROUP)}))

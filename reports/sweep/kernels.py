@@ -1,0 +1,256 @@
+"""The checker's compiled kernels: the reference pass (a function's float64 value, its float32 rounding, and whether
+it is a hard case), the ties at x/2 decided by HALF_X_RULE, and one library's statistics pass against the reference.
+
+The work is done on positive bit patterns (sign bit clear), each giving x and -x: an array of results holds
+x = +pattern in its first half and x = -pattern in its second. The accumulators a statistics pass fills are a chunk
+file's arrays (`new_acc`; bendtorch.reports.sweep.chunks seals them).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numba
+import numpy as np
+
+from bendtorch.impl.kernels.portable.eft import f2u, u2f
+from bendtorch.oracle.erf import mid_f32
+from bendtorch.oracle.ulp import ulp32_1, ulp_error1_u
+from bendtorch.records.functions import ERROR_BOUND
+
+REL_MARGIN = ERROR_BOUND  # the float64 error allowed for, relative to the reference's scale
+OVERFLOW_EDGE = 2.0 ** 128 - 2.0 ** 103  # float32 rounding sends |y| >= this to infinity
+XSHIFT = 18               # x bins for the plots: 2^18 consecutive patterns (32 bins per binade) per sign
+NXB = 1 << (31 - XSHIFT)
+NLIN, NLOG = 200, 1200    # ulp-error histogram: [k/100, (k+1)/100) for k < 200, then quarter octaves, last bin inf
+NB = NLIN + NLOG + 1
+C_N, C_CR, C_W1, C_FAITH = 0, 1, 2, 3
+SP_INF, SP_ZERO, SP_SUB = 0, 1, 2
+ODD, EVEN = 1, 2
+SYMMETRY = {"none": 0, "odd": ODD, "even": EVEN}   # a record's symmetry as the kernels take it
+
+
+@numba.njit(cache=True)
+def _u2f(b: Any) -> Any:
+    return u2f(np.uint32(b))
+
+
+@numba.njit(cache=True)
+def _f2u(x: Any) -> Any:
+    return f2u(np.float32(x))
+
+
+@numba.njit(cache=True)
+def _ord(b: Any) -> Any:
+    """float32 bits -> an integer that orders the floats (+0 and -0 both 0); adjacent floats differ by 1."""
+    v = np.int64(b & np.uint32(0x7FFFFFFF))
+    if b >= np.uint32(0x80000000):
+        return -v
+    return v
+
+
+@numba.njit(cache=True)
+def _hbin(e: float) -> Any:
+    if e < 2.0:
+        return int(e * 100.0)
+    if not (e < math.inf):
+        return NB - 1
+    eb = np.float64(e).view(np.uint64)
+    j: Any = 4 * (np.int64(eb >> np.uint64(52)) - 1024) + np.int64((eb >> np.uint64(50)) & np.uint64(3))
+    return NLIN + min(j, NLOG - 1)
+
+
+@numba.njit(cache=True)
+def is_hard(y: float, c: float, s: float) -> bool:
+    """y (float64, error <= REL_MARGIN s) too close to the float32 rounding boundary on its side of c = f32(y)?"""
+    if not (abs(y) < math.inf) or s == 0.0:
+        return False
+    ay = abs(y)
+    ac = abs(c)
+    mid = OVERFLOW_EDGE if ac == math.inf else mid_f32(ay, ac)
+    return abs(ay - mid) <= REL_MARGIN * s
+
+
+@numba.njit
+def ref_pass(ref: Any, bits: Any, sym: int, y64: Any, c32: Any, scale: Any, u: Any, hard: Any) -> int:
+    """The reference for x = +pattern (first half) and -pattern (second half); an odd or even function's second
+    half is the first's mirror (the float32 rounding is symmetric). Returns the number of hard cases."""
+    n = bits.size
+    nh = 0
+    for h in range(2):
+        for i in range(n):
+            k = h * n + i
+            if h == 1 and sym != 0:
+                sg = -1.0 if sym == ODD else 1.0
+                y64[k] = sg * y64[i]
+                c32[k] = np.float32(sg) * c32[i]
+                scale[k] = scale[i]
+                u[k] = u[i]
+                hard[k] = False
+                continue
+            b = bits[i] | (np.uint32(0x80000000) if h == 1 else np.uint32(0))
+            x = np.float64(_u2f(b))
+            y, s = ref(x)
+            c = np.float32(y)
+            y64[k] = y
+            c32[k] = c
+            scale[k] = s
+            u[k] = ulp32_1(y)
+            hk = is_hard(y, np.float64(c), s)
+            hard[k] = hk
+            if hk:
+                nh += 1
+    return nh
+
+
+HALF_X_RULE = ("f(x) = (x/2)(1 + g(x)) with g odd, of the sign of x and |g(x)| <= 2|x|: where the float64 "
+               "reference is exactly x/2 on a float32 midpoint (x/2 subnormal, |x| < 2^-125), f(x) exceeds x/2 by "
+               "(x/2) g(x) > 0, at most x^2 < 2^-250, far inside the 2^-150 to either neighbouring rounding boundary, "
+               "so f(x) rounds to the float32 above x/2")
+F32_TINY = np.float32(2.0 ** -149)  # the float32 spacing below 2^-126
+
+
+@numba.njit(cache=True)
+def half_x_ties(bits: Any, y64: Any, c32: Any, hard: Any) -> Any:
+    """HALF_X_RULE on the hard cases of a function f(x) = (x/2)(1 + g(x)) with no symmetry: clears each one it
+    decides. Returns [decided, of them where the float64 rounding (to even) was wrong]."""
+    n = bits.size
+    got = np.zeros(2, dtype=np.int64)
+    for k in range(2 * n):
+        if not hard[k]:
+            continue
+        x = np.float64(_u2f(bits[k % n] | (np.uint32(0x80000000) if k >= n else np.uint32(0))))
+        y = y64[k]
+        if y != 0.5 * x or not abs(x) < 2.0 ** -125:
+            continue
+        c = np.float32(y)
+        if np.float64(c) == y:
+            continue
+        up = c if np.float64(c) > y else c + F32_TINY  # subnormal: the spacing is 2^-149 and the sum exact
+        got[0] += 1
+        if up != c:
+            got[1] += 1
+        c32[k] = up
+        hard[k] = False
+    return got
+
+
+@numba.njit(cache=True)
+def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, u: Any, pcs: Any, sym: int, cnt: Any, maxu: Any,
+               argb: Any, maxabs: Any, hist: Any, bmax: Any, nanst: Any, symv: Any, spn: Any, spbad: Any,
+               submax: Any, miss: Any, miss_want: Any, miss_n: Any) -> None:
+    """One library's results r (x = +pattern then -pattern) against the reference: counts per sign and piece
+    (n, correctly rounded, within one float32 step of it, faithful), the largest ulp error with its input, the
+    largest absolute error, the histogram, the per-x-bin maxima, NaN, symmetry and the special inputs."""
+    n = bits.size
+    for h in range(2):
+        sbit = np.uint32(0x80000000) if h == 1 else np.uint32(0)
+        for i in range(n):
+            k = h * n + i
+            b = bits[i] | sbit
+            x = _u2f(b)
+            ri = r[k]
+            ci = c32[k]
+            if x != x:
+                if ri != ri:
+                    nanst[0] += 1
+                else:
+                    nanst[1] += 1
+                continue
+            rb = _f2u(ri)
+            cb = _f2u(ci)
+            both_nan = ri != ri and ci != ci
+            if sym != 0 and h == 1:
+                rp = r[i]
+                want = _f2u(rp) ^ np.uint32(0x80000000) if sym == ODD else _f2u(rp)
+                if rb != want and not (ri != ri and rp != rp):
+                    symv[0] += 1
+            ax = abs(x)
+            if ax == np.inf or x == 0:
+                cls = SP_INF if ax == np.inf else SP_ZERO
+                spn[cls] += 1
+                if rb != cb and not both_nan:
+                    spbad[cls] += 1
+                if cls == SP_INF:
+                    continue
+            if ri != ri and ci == ci:
+                nanst[2] += 1
+            ex = y64[k]
+            if both_nan or (ri == ci and abs(ci) == np.inf):
+                e = 0.0
+            else:
+                e = ulp_error1_u(np.float64(ri), ex, u[k])
+            if both_nan:
+                d = 0
+            elif ri != ri or ci != ci:
+                d = 2
+            else:
+                d = abs(_ord(rb) - _ord(cb))
+            if ax < np.float32(1.1754944e-38) and x != 0:
+                spn[SP_SUB] += 1
+                if d != 0:
+                    spbad[SP_SUB] += 1
+                if e > submax[0]:
+                    submax[0] = e
+            pc = pcs[i]
+            cnt[h, pc, C_N] += 1
+            if d == 0:
+                cnt[h, pc, C_CR] += 1
+            if d <= 1:
+                cnt[h, pc, C_W1] += 1
+            if e < 1.0:
+                cnt[h, pc, C_FAITH] += 1
+            if e > maxu[h, pc]:
+                maxu[h, pc] = e
+                argb[h, pc] = np.int64(b)
+            if d != 0:
+                if miss_n[0] < miss.size:
+                    miss[miss_n[0]] = np.int64(b)
+                    miss_want[miss_n[0]] = cb
+                miss_n[0] += 1
+                a = abs(np.float64(ri) - ex)
+                if not (a <= maxabs[0]):
+                    maxabs[0] = a if a == a else math.inf
+            hist[_hbin(e)] += 1
+            xb = int(bits[i] >> np.uint32(XSHIFT))
+            if e > bmax[h, xb]:
+                bmax[h, xb] = e
+
+
+@numba.njit
+def pieces(piece_of: Any, bits: Any, out: Any) -> None:
+    """out[i] = the piece of x = +bits[i] (0 for NaN and inf)."""
+    for i in range(bits.size):
+        x = _u2f(bits[i])
+        out[i] = piece_of(x) if x == x and x != np.inf else 0
+
+
+@numba.njit(cache=True)
+def twin_diff(a: Any, b: Any) -> int:
+    """The inputs i where some row of b (one per call of the twin) has other bits than a[i] (NaN = NaN)."""
+    nd = 0
+    for i in range(a.size):
+        for j in range(b.shape[0]):
+            if _f2u(a[i]) != _f2u(b[j, i]) and not (a[i] != a[i] and b[j, i] != b[j, i]):
+                nd += 1
+                break
+    return nd
+
+
+def new_acc(npieces: int) -> dict[str, Any]:
+    """Empty accumulators of one library on one chunk (the statistics pass fills them)."""
+    return {
+        "cnt": np.zeros((2, npieces, 4), dtype=np.int64),
+        "maxu": np.full((2, npieces), -1.0),
+        "argb": np.zeros((2, npieces), dtype=np.int64),
+        "maxabs": np.zeros(1),
+        "hist": np.zeros(NB, dtype=np.int64),
+        "bmax": np.full((2, NXB), -1.0),
+        "nanst": np.zeros(3, dtype=np.int64),
+        "symv": np.zeros(1, dtype=np.int64),
+        "spn": np.zeros(3, dtype=np.int64),
+        "spbad": np.zeros(3, dtype=np.int64),
+        "submax": np.full(1, -1.0),
+        "twin_diff": np.zeros(1, dtype=np.int64),
+    }
