@@ -15,8 +15,9 @@ The estimate adds, in bytes:
 - the data: the file's bytes and its tokens as int64 (9 per byte), or smol's random tokens (8 each);
 - saving: one part of the state in the seed's layout while it is written (the parameters' size);
 - resuming: the checkpoint's bytes and a second state while it is restored and verified;
-- a margin for what the process maps on its first step (`margin`): the compiled kernels, and for each of numba's
-  threads its stack and its C library's malloc arena (64 MiB of address space each, which `ulimit -v` counts).
+- a margin for what the process maps besides the arrays (`margin`): the compiled kernels and the plotting library,
+  and for each of numba's threads its stack and its C library's malloc arena (64 MiB of address space each, which
+  `ulimit -v` counts; how many arenas a run maps varies by one from run to run).
 
 The estimate is of address space, what `ulimit -v` limits (resident memory is less: pages never touched are not
 resident); tests/test_train_resume.py holds it between 1 and 1.5 times the address space a measured run adds. The
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
 OPT_BYTES = {"sgd": 0, "momentum": 4, "adam": 8, "adamw": 8}  # per parameter; adamw-bf16: opt_bytes()
 ACT_D, ACT_FFN, ACT_W, ACT_HT, ACT_V, ACT_HEAD_D = 7, 4, 2, 2, 4, 6  # float32 numbers per row (see above)
-KERNELS = 96 << 20  # the compiled kernels a first step loads
+KERNELS = 128 << 20  # the compiled kernels a first step loads, the plot's library, a thread's arena more or less
 ARENA = 64 << 20  # glibc's malloc arena per thread (address space reserved on the thread's first allocation)
 
 
