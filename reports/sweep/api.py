@@ -79,7 +79,7 @@ def _old_json(path: Path, mode: str) -> dict[str, Any] | None:
 def sweep(function: str | SweepFunction, libs: Sequence[LibArg] | None, out: Path | None, sample: int | None = None,
           lo: int = 0, hi: int = FULL_HI, chunk: int = 1 << 21, workers: int = 0, dask: str | None = None,
           fresh: bool = False, plot: bool = True, progress: bool = True, command: str = "",
-          patterns: Any = None) -> dict[str, Any]:
+          patterns: Any = None, atlas: bool = True) -> dict[str, Any]:
     """Sweep `function` (a name or a record) with `libs` (default: every library that provides it): a sample of
     `sample` spread inputs plus the special values, or the positive patterns [lo, hi) and their negatives in chunks
     of `chunk` (resumable), or the given `patterns`. With `out`, writes OUT/FUNCTION/sweep_full.json,
@@ -108,8 +108,11 @@ def sweep(function: str | SweepFunction, libs: Sequence[LibArg] | None, out: Pat
         from bendtorch.records.durable import ensure_dir
         ensure_dir(d)
         with locked(Path(out)):
-            return _run(fn, libraries, Path(out), sample, lo, hi, chunk, workers, client, fresh, plot, progress,
-                        command, patterns, machine(dists, workers=dask or workers), t0)
+            rep = _run(fn, libraries, Path(out), sample, lo, hi, chunk, workers, client, fresh, plot, progress,
+                       command, patterns, machine(dists, workers=dask or workers), t0)
+            if atlas:
+                write_atlas(Path(out))
+            return rep
 
 
 def _run(fn: SweepFunction, libraries: list[SweepLibrary], out: Path | None, sample: int | None, lo: int, hi: int,
@@ -164,7 +167,6 @@ def _run(fn: SweepFunction, libraries: list[SweepLibrary], out: Path | None, sam
         rep["plots"] = plots(fn.name, fn.title, tots, d, mode.split(" (")[0], kind)
     rep["json"] = shown(path)
     write_json(path, rep)
-    write_atlas(out)
     return rep
 
 
@@ -194,7 +196,7 @@ def sample(func: str, n: int, out: Path, libs: Sequence[LibArg] | None = None, c
     threads = numba.get_num_threads(), torch.get_num_threads()
     try:
         return sweep(func, libs, out, sample=n, workers=1, plot=False, progress=False,
-                     command=command or f"bendtorch sweep {func} --sample {n}")
+                     command=command or f"bendtorch sweep {func} --sample {n}", atlas=False)
     finally:
         numba.set_num_threads(threads[0])
         torch.set_num_threads(threads[1])
