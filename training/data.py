@@ -52,7 +52,7 @@ def read_corpus(path: Path | None, before_read: Callable[[int], None]) -> tuple[
             f.bound(MAX_DATA_BYTES, "a training corpus (the seed reads at most 2,000,000,000 bytes)")
             before_read(f.size)
             raw = f.read_all()
-        shown = str(path.resolve())
+        shown = files.shown(path.resolve())  # for messages: bytes that are not UTF-8 escaped, so JSON holds it
     tokens = np.frombuffer(raw, dtype=np.uint8).astype(np.int64)
     return tokens, data_record(None, raw, shown)
 

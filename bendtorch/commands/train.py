@@ -1,6 +1,6 @@
 """`bendtorch train`: train the `tiny` or `smol` Llama (impl.llama) with impl's float32 library and any optimizer.
 
-    bendtorch train --model tiny --steps 200 --opt adamw --lr 3e-3 --out runs/tiny
+    bendtorch train --model tiny --steps 200 --opt adamw --lr 3e-3 --out bendtorch-out/tiny
 
 Every flag, the data and the output folder are checked before any work starts (a mistake is one line on stderr,
 exit code 2): the paths (a regular file for --data, a checkpoint folder for --resume, no link or file of another type
@@ -15,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-from bendtorch.commands.args import UsageError, float_in, int_in, will_be_writable, writable_dir
+from bendtorch.commands.args import UsageError, default_out, float_in, int_in, will_be_writable, writable_dir
 
 OPTS = ("sgd", "momentum", "adam", "adamw", "adamw-bf16")  # bendtorch.impl.train.OPTS (a test checks they agree)
 MAX_LAYERS = 64  # bendtorch.training.options.MAX_LAYERS
@@ -43,7 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seed of the weights and of the batches, >= 0 (default 0)")
     p.add_argument("--data", type=Path, default=None,
                    help="text file for tiny, its bytes the tokens (default: the shipped corpus)")
-    p.add_argument("--out", type=Path, default=Path("runs/train"), help="output directory (default runs/train)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="output directory (default bendtorch-out/train, or $BENDTORCH_OUT/train)")
     p.add_argument("--v16", action="store_true", help="adamw-bf16: pack the second moment as BF16 too")
     p.add_argument("--checkpoint-every", type=int_in(0), default=0, metavar="K",
                    help="save a verified checkpoint every K steps to OUT/ckpt_step<k>/ (state.bin in the seed's "
@@ -58,6 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(a: argparse.Namespace) -> int:
     b1, b2 = a.betas if a.betas is not None else (a.b1, a.b2)
+    a.out = default_out(a.out, "train")
     if a.v16 and a.opt != "adamw-bf16":
         raise UsageError("--v16 applies to --opt adamw-bf16 only")
     from bendtorch.records.durable import OutputError
