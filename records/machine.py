@@ -226,8 +226,9 @@ def threads() -> dict[str, Any]:
 
 def impl_digest() -> str:
     """sha256 of impl's source files (every .py under bendtorch.impl, by relative path, and its data: the portable
-    functions' exception tables), read from the files without importing impl: a figure made from one digest is
-    reproduced bit for bit by the same one; another digest may have other bits."""
+    functions' exception tables) and of the op records impl's activation dispatch is generated from
+    (records/ops.py), read from the files without importing impl: a figure made from one digest is reproduced bit
+    for bit by the same one; another digest may have other bits."""
     spec = importlib.util.find_spec("bendtorch.impl")
     if spec is None or not spec.submodule_search_locations:
         return "unknown"
@@ -243,6 +244,9 @@ def impl_digest() -> str:
                 h.update(e.read_bytes())
 
     walk(root, "")
+    ops = Path(__file__).resolve().parent / "ops.py"
+    h.update(b"records/ops.py\n")
+    h.update(ops.read_bytes())
     return h.hexdigest()
 
 

@@ -80,7 +80,8 @@ def test_every_command_has_a_module_with_add_arguments_and_run() -> None:
 def test_lists_repeated_for_help_agree_with_the_library() -> None:
     from bendtorch.commands import sweep as sweep_cmd
     from bendtorch.commands import train as train_cmd
-    from bendtorch.reports import sweep, training
+    from bendtorch.reports import sweep
+    from bendtorch.training import options as training
     assert train_cmd.OPTS == training.OPTS and train_cmd.MAX_LAYERS == training.MAX_LAYERS
     assert sweep_cmd.FULL_HI == sweep.FULL_HI and sweep_cmd.FUNCTIONS == tuple(sweep.ENTRIES)
 

@@ -24,7 +24,8 @@ from bendtorch.reports.sweep.keys import chunk_key
 from bendtorch.reports.sweep.libraries import LibraryError, check_provides, is_local
 from bendtorch.reports.sweep.libraries import library as find_library
 from bendtorch.reports.sweep.legacy import upgrade
-from bendtorch.reports.sweep.patterns import FULL_HI, TASK_BYTES, available_memory, sample_bytes, sample_patterns
+from bendtorch.records.files import available_memory
+from bendtorch.reports.sweep.patterns import FULL_HI, TASK_BYTES, sample_bytes, sample_patterns
 
 LibArg = str | SweepLibrary | Callable[[Any], Any]
 
@@ -56,11 +57,11 @@ def libraries_for(fn: SweepFunction, libs: Sequence[LibArg] | None) -> list[Swee
 def check_memory(sample: int | None, chunk: int, workers: int) -> None:
     """SweepError before any allocation when the request cannot fit in the memory this process can have."""
     need = sample_bytes(sample, workers) if sample is not None else TASK_BYTES * chunk * max(1, workers)
-    have = available_memory()
+    have, limit = available_memory()
     if need > have:
         what = f"--sample {sample}" if sample is not None else f"--chunk {chunk} on {workers} workers"
         raise SweepError(f"{what}: needs about {need / 2**30:.1f} GiB (about {need // max(1, 2 * (sample or chunk))} "
-                         f"bytes an input), and {have / 2**30:.1f} GiB is available")
+                         f"bytes an input), and {have / 2**30:.1f} GiB is available ({limit})")
 
 
 def _old_json(path: Path, mode: str) -> dict[str, Any] | None:
