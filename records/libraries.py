@@ -94,6 +94,11 @@ LIBRARIES: dict[str, SweepLibrary] = {lib.name: lib for lib in [
     SweepLibrary("torch_gelu_erf_aten", "the erf inside PyTorch's ATen GELU, ported op by op "
                  "(bendtorch.reference.torch_erf)", _table("pytorch", "PORTS", ("erf",)),
                  code=("bendtorch.reference.torch_erf",), everywhere=True),
+    SweepLibrary("mlx", "MLX's CPU build (mlx-cpu), one thread: mx.exp, log, tanh, sin, cos, erf, sqrt, rsqrt, "
+                 "mx.sigmoid, nn.silu, nn.gelu_approx (GELU's tanh form), nn.gelu (its erf form); the derivatives "
+                 "through mx.vjp (nn.silu and the GELUs are mx.compile'd: C++ built by the machine's g++)",
+                 _table("mlx", "FUNCS", tuple(f for f in _ALL if f != "pow")),
+                 distribution="mlx", code=("bendtorch.targets.mlx",)),
     SweepLibrary("impl_exp_array", "impl's exp over a whole array (libm.exp_array, the vectorised loop the softmax, "
                  "log-softmax, cross-entropy and attention kernels and the Sigmoid and SiLU loops call), called apart "
                  "and in place: must give exp32's bits on every input", {"exp": f"{_A}.impl:EXP_ARRAY_BOTH_WAYS"},

@@ -136,10 +136,43 @@ def _tensorflow() -> dict[str, Any]:
             "dispatch": {"onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default")}}
 
 
+def _first_line(argv: list[str]) -> str:
+    """The first line a program prints (a compiler's --version), or why there is none."""
+    import subprocess
+
+    try:
+        said = subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"{argv[0]}: {type(e).__name__}"
+    return (said.splitlines() or [f"{argv[0]}: no output"])[0]
+
+
+def _bundled(dist: str, folder: str) -> list[str]:
+    """The shared libraries a wheel bundles in its .libs folder, by name and version ("libblas 3.10.0": auditwheel's
+    hash taken out of the file name)."""
+    import re
+
+    try:
+        files = importlib.metadata.distribution(dist).files or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    out = []
+    for f in files:
+        m = re.match(r"^(lib[\w+]+?)-[0-9a-f]{8}\.so\.?([\d.]*)$", f.name)
+        if f.parts[0] == folder and m:
+            out.append(f"{m.group(1)} {m.group(2)}".strip())
+    return sorted(out)
+
+
 def _mlx() -> dict[str, Any]:
+    """MLX: its CPU backend's version and bundled libraries (the BLAS), and the C++ compiler that builds the
+    kernels of mx.compile'd functions (nn.silu, nn.gelu, ...) on the CPU when they are first called."""
     import mlx.core as mx
 
-    return {"version": _dist_version("mlx") or "?", "build": {"cpu": _dist_version("mlx-cpu")},
+    return {"version": _dist_version("mlx") or "?",
+            "build": {"cpu": _dist_version("mlx-cpu"), "bundled": _bundled("mlx-cpu", "mlx_cpu.libs"),
+                      "cxx": _first_line(["g++", "--version"]),
+                      "compile": "disabled" if os.environ.get("MLX_DISABLE_COMPILE") else "enabled"},
             "dispatch": {"device": str(mx.default_device())}}
 
 

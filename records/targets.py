@@ -104,6 +104,10 @@ RECORDS: dict[str, TargetRecord] = {r.name: r for r in (
     TargetRecord("jax", "bendtorch.targets.jax:make",
                  "JAX on the CPU in float32, jitted, with jax.numpy, jax.nn and optax",
                  libraries=("jax", "numpy"), extra="jax"),
+    TargetRecord("mlx", "bendtorch.targets.mlx:make",
+                 "MLX's CPU build (mlx-cpu on Linux) in float32, eager and evaluated with mx.eval: mlx.core, "
+                 "mx.fast's norms and attention, mlx.nn, mlx.optimizers, mx.save_safetensors",
+                 libraries=("mlx", "numpy"), extra="mlx"),
 )}
 
 
