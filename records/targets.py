@@ -104,6 +104,13 @@ RECORDS: dict[str, TargetRecord] = {r.name: r for r in (
     TargetRecord("jax", "bendtorch.targets.jax:make",
                  "JAX on the CPU in float32, jitted, with jax.numpy, jax.nn and optax",
                  libraries=("jax", "numpy"), extra="jax"),
+    TargetRecord("onnxruntime", "bendtorch.targets.onnxruntime:make",
+                 "ONNX Runtime's CPUExecutionProvider on small ONNX graphs built with onnx.helper at opset 24, the "
+                 "parameters initializers; graph optimisations ORT_ENABLE_ALL (an InferenceSession's default) and "
+                 "ORT_DISABLE_ALL (the graph as written) as two columns",
+                 libraries=("onnxruntime", "numpy"), extra="onnx",
+                 variants=(Variant("opt-all", "ORT_ENABLE_ALL", {"level": "all"}),
+                           Variant("opt-none", "ORT_DISABLE_ALL", {"level": "none"}))),
 )}
 
 
