@@ -133,6 +133,15 @@ print(time.perf_counter() - t0)
 """
 
 
+def _elsewhere(d: str) -> dict[str, Any]:
+    """subprocess.run's keywords for a child process of the bench: its working directory a scratch folder d (not the
+    caller's, not the installed package's, so nothing it leaves lands there), hypothesis's database in the cache
+    folder (records.paths)."""
+    from bendtorch.records.paths import cache_dir
+
+    return {"cwd": d, "env": dict(os.environ, HYPOTHESIS_STORAGE_DIRECTORY=str(cache_dir("hypothesis").resolve()))}
+
+
 def first_step_times() -> dict[str, Any]:
     """Wall time of a fresh process that runs one tiny training step, with a cold numba cache (an empty
     NUMBA_CACHE_DIR: every kernel compiles) and warm (the same directory, now filled). The user's own cache
@@ -142,11 +151,11 @@ def first_step_times() -> dict[str, Any]:
 
     out: dict[str, Any] = {"model": "tiny", "batch": 4}
     with tempfile.TemporaryDirectory(prefix="bench-numba-cache-") as d:
-        env = dict(os.environ, NUMBA_CACHE_DIR=d)
+        kw = _elsewhere(d)
+        kw["env"]["NUMBA_CACHE_DIR"] = d
         for kind in ("cold", "warm"):
             t0 = time.perf_counter()
-            r = subprocess.run([sys.executable, "-c", _FIRST_STEP], cwd=_ROOT, env=env, capture_output=True,
-                               text=True, check=True)
+            r = subprocess.run([sys.executable, "-c", _FIRST_STEP], capture_output=True, text=True, check=True, **kw)
             out[f"{kind}_cache_process_s"] = time.perf_counter() - t0
             out[f"{kind}_cache_build_to_first_step_s"] = float(r.stdout.strip().splitlines()[-1])
     return out
@@ -166,14 +175,16 @@ def erf_sweep_time() -> dict[str, Any] | None:
 
 
 def laws_ci_time() -> dict[str, Any]:
-    """Wall time of `bendtorch laws --profile ci` in a subprocess."""
+    """Wall time of `bendtorch laws --profile ci` in a subprocess (in a scratch folder)."""
     import subprocess
+    import tempfile
 
-    t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "bendtorch.cli", "laws", "--profile", "ci"], cwd=_ROOT,
-                       capture_output=True, text=True)
-    return {"seconds": time.perf_counter() - t0, "returncode": r.returncode,
-            "tail": r.stdout.strip().splitlines()[-3:]}
+    with tempfile.TemporaryDirectory(prefix="bench-laws-") as d:
+        t0 = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "bendtorch", "laws", "--profile", "ci"], capture_output=True,
+                           text=True, **_elsewhere(d))
+        seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "returncode": r.returncode, "tail": r.stdout.strip().splitlines()[-3:]}
 
 
 def goals(res: dict[str, Any]) -> list[dict[str, Any]]:

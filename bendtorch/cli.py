@@ -1,6 +1,7 @@
 """`bendtorch`: the harness's command line. Each subcommand is a module of `bendtorch.commands` (its arguments and
-a call into the library); this file only dispatches. A user's mistake (`UsageError`) is one line on stderr and exit
-code 2, never a traceback."""
+a call into the library); this file only dispatches. A user's mistake (`UsageError`, or an output the durable
+writer refuses: a link in place of a file) is one line on stderr and exit code 2, never a traceback; a file that
+cannot be written once the work has started is one line and exit code 1."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 from typing import NoReturn, Sequence
 
 from bendtorch.commands.args import UsageError
+from bendtorch.records.durable import OutputError
 
 # name -> (command module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -48,6 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(e: OSError) -> str:
+    """An OSError as one line: its message and the file it names."""
+    if e.strerror and e.filename is not None:
+        return f"{e.filename}: {e.strerror}"
+    return " ".join(str(e).split()) or type(e).__name__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -57,9 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     mod = importlib.import_module(args._module)
     try:
         code: int = mod.run(args)
-    except UsageError as e:
+    except (UsageError, OutputError) as e:
         print(f"bendtorch {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:
+        print(f"bendtorch {args.command}: error: {_one_line(e)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"bendtorch {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -1,5 +1,5 @@
-"""Checkpoints (main.bend lines 2958-3353): a training state as little-endian float32 numbers, in the seed's layout,
-so that a run stopped after step k and resumed from its checkpoint computes the same bits as one that never stopped.
+"""The seed's checkpoint layout (main.bend lines 2958-3353): a training state as little-endian float32 numbers, so
+that a run stopped after step k and resumed from its checkpoint computes the same bits as one that never stopped.
 
 The layout (docs/checkpoints.md has it with an example):
 - SGD (NoMom):        the parameters in dump order                                   (count numbers)
@@ -10,31 +10,29 @@ A packed tree is written as cells holding uint32 bits in float32 cells, in the o
 PNew: 0, v16; PNode: 1, left, right; PLeaf: 2, n, m's ceil(n/2) words, v's ceil(n/2) words; PLeafV: 3, n, m's
 words, v's n float32 numbers. The gradient is zero between steps and is not saved; nor is the last loss.
 
-Reliability, beyond the seed: every file is written atomically (a temporary file in the same folder, fsync, rename,
-fsync of the folder), so a crash while saving leaves the previous checkpoint whole; loading reads the whole file,
-checks its size against the model's count and the packed tree's declared sizes, and the tree's shape against the
-model's parameters, before it changes any state; every error names the file, what was expected and what was found.
-Nothing is unpickled: the files are raw numbers.
+Reliability, beyond the seed: every file is written atomically (bendtorch.records.durable), so a crash while saving
+leaves the previous file whole; a file is read only as a regular file whose size fits what the model can hold
+(`max_state_bytes`: the size is checked before any byte is read, then the bytes are read in bounded pieces; the
+seed's read_all reads at most 2,000,000,000 bytes, line 2970), then checked against the model's count, the packed
+tree's declared sizes and the tree's shape before any state changes; every error names the file, what was expected
+and what was found. Nothing is unpickled: the files are raw numbers. The verified checkpoint folder (a manifest beside
+the .bin) is impl.checkpoint_folder.
 """
 
 from __future__ import annotations
 
-import ctypes
-import hashlib
-import json
 import os
-import shutil
 import sys
-import tempfile
-from typing import Any, TypeVar
+from typing import Any, Iterator, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from bendtorch.impl.protocol import (Layer, Mat, NoMom, OneMom, Packed, PLeaf, PLeafV, PNew, PNode, PTree, TwoMom,
                            structure_diff)
-from bendtorch.impl.train import Train, train_new
-from bendtorch.records.durable import TMP_PREFIX, fsync_dir, output_mode, write_bytes
+from bendtorch.impl.train import Train
+from bendtorch.records import files
+from bendtorch.records.durable import write_bytes
 
 P = TypeVar("P")
 F32 = np.float32
@@ -51,8 +49,9 @@ class CheckpointError(ValueError):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _f32_bytes(a: npt.NDArray[Any]) -> bytes:
-    return np.ascontiguousarray(a).astype(LE32, copy=False).tobytes()
+def le_bytes(a: npt.NDArray[Any]) -> memoryview:
+    """An array's numbers as little-endian float32 bytes, without a copy where they already are."""
+    return np.ascontiguousarray(a, dtype=LE32).data.cast("B")
 
 
 def pt_cells(t: PTree) -> int:
@@ -90,23 +89,30 @@ def pt_store(t: PTree) -> npt.NDArray[np.uint32]:
     return np.concatenate(out) if out else np.zeros(0, np.uint32)
 
 
-def train_dump(m: Layer[P, Any, Any, Any], tr: Train[P]) -> npt.NDArray[np.float32]:
-    """Every number of a training state in the seed's layout (Train.dump, line 3152) as float32 cells."""
-    parts = [m.dump(tr.p).astype(F32, copy=False)]
+def train_dump_parts(m: Layer[P, Any, Any, Any], tr: Train[P]) -> Iterator[npt.NDArray[np.float32]]:
+    """train_dump's cells in consecutive parts (the parameters, each moment, the packed tree, the powers), each made
+    when asked for: a writer holds one part at a time, not a second copy of the whole state."""
+    yield m.dump(tr.p).astype(F32, copy=False)
     st = tr.st
     if isinstance(st, OneMom):
-        parts.append(m.dump(st.m).astype(F32, copy=False))
+        yield m.dump(st.m).astype(F32, copy=False)
     elif isinstance(st, TwoMom):
-        parts += [m.dump(st.m).astype(F32, copy=False), m.dump(st.v).astype(F32, copy=False),
-                  np.array([tr.p1, tr.p2], F32)]
+        yield m.dump(st.m).astype(F32, copy=False)
+        yield m.dump(st.v).astype(F32, copy=False)
+        yield np.array([tr.p1, tr.p2], F32)
     elif isinstance(st, Packed):
-        parts += [pt_store(st.t).view(F32), np.array([tr.p1, tr.p2], F32)]
-    return np.concatenate(parts)
+        yield pt_store(st.t).view(F32)
+        yield np.array([tr.p1, tr.p2], F32)
+
+
+def train_dump(m: Layer[P, Any, Any, Any], tr: Train[P]) -> npt.NDArray[np.float32]:
+    """Every number of a training state in the seed's layout (Train.dump, line 3152) as float32 cells."""
+    return np.concatenate(list(train_dump_parts(m, tr)))
 
 
 def train_save(m: Layer[P, Any, Any, Any], path: str | os.PathLike[str], tr: Train[P]) -> Train[P]:
     """Train.save (line 3344): the layout train_dump gives, written atomically; the state comes back unchanged."""
-    write_bytes(path, _f32_bytes(train_dump(m, tr)))
+    write_bytes(path, le_bytes(train_dump(m, tr)))
     return tr
 
 
@@ -114,7 +120,7 @@ def params_save(m: Layer[P, Any, Any, Any], path: str | os.PathLike[str], p: P) 
     """Params.save (line 3295): every parameter in dump order (count numbers), atomically."""
     xs = np.zeros(m.count(), F32)
     m.store(p, xs, 0)
-    write_bytes(path, _f32_bytes(xs))
+    write_bytes(path, le_bytes(xs))
     return p
 
 
@@ -123,30 +129,23 @@ def params_save(m: Layer[P, Any, Any, Any], path: str | os.PathLike[str], p: P) 
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _read_cells(path: str | os.PathLike[str]) -> npt.NDArray[np.float32]:
-    name = os.fspath(path)
-    try:
-        raw = open(name, "rb").read()
-    except OSError as e:
-        raise CheckpointError(f"{name}: cannot read: {e.strerror}") from e
+def cells(name: str, raw: bytes | bytearray) -> npt.NDArray[np.float32]:
+    """A file's bytes as float32 cells (a whole number of 4-byte numbers), a view of raw where the machine is
+    little-endian (no copy)."""
     if len(raw) % 4:
         raise CheckpointError(f"{name}: {len(raw)} bytes is not a whole number of float32 numbers (4 bytes each)")
-    return np.frombuffer(raw, dtype=LE32).astype(F32)
+    return np.frombuffer(raw, dtype=LE32).astype(F32, copy=False)
 
 
 def mat_load(r: int, c: int, path: str | os.PathLike[str], off: int = 0) -> Mat:
-    """Mat.load (line 1014): an r x c matrix stored as r*c little-endian float32 from byte off of a file."""
-    name = os.fspath(path)
+    """Mat.load (line 1014): an r x c matrix stored as r*c little-endian float32 from byte off of a file (a regular
+    file holding those bytes: its size is checked before they are read)."""
     want = r * c * 4
-    try:
-        with open(name, "rb") as f:
-            f.seek(off)
-            raw = f.read(want)
-    except OSError as e:
-        raise CheckpointError(f"{name}: cannot read: {e.strerror}") from e
-    if len(raw) != want:
-        raise CheckpointError(f"{name}: wrong number of values for this shape: {r} x {c} needs {want} bytes from "
-                              f"byte {off}, found {len(raw)}")
+    with files.open_regular(path, error=CheckpointError) as f:
+        if off < 0 or off + want > f.size:
+            raise f.fail(f"wrong number of values for this shape: {r} x {c} needs {want} bytes from byte {off}, "
+                         f"found {max(0, min(want, f.size - off))}")
+        raw = f.read_at(off, want)
     return np.frombuffer(raw, dtype=LE32).astype(F32).reshape(r, c)
 
 
@@ -229,11 +228,38 @@ def _pt_packing(name: str, t: PTree, v16: bool) -> None:
                               f"{'BF16' if isinstance(t, PLeaf) else 'float32'}), the optimizer has v16 = {int(v16)}")
 
 
+def max_tree_cells(p: Any) -> int:
+    """The most cells a packed tree over parameters p can take (a tree of no other shape is read): a matrix of n
+    numbers a PLeafV (2 + ceil(n/2) + n cells, more than a PLeaf's or a PNew's), a pair a PNode over its two parts,
+    any other part a PNew (2 cells)."""
+    if isinstance(p, np.ndarray):
+        return max(2, 2 + (p.size + 1) // 2 + p.size)
+    if isinstance(p, tuple) and len(p) == 2:
+        return max(2, 1 + max_tree_cells(p[0]) + max_tree_cells(p[1]))
+    return 2
+
+
+def max_state_bytes(m: Layer[P, Any, Any, Any], st: Any) -> int:
+    """The most bytes a training state of model m with optimizer state st (its kind is what counts) takes in the
+    seed's layout: exact for NoMom, OneMom and TwoMom, the largest packed tree for Packed."""
+    n = m.count()
+    if isinstance(st, Packed):
+        return 4 * (n + max_tree_cells(m.zeros()) + 2)
+    return 4 * {NoMom: n, OneMom: 2 * n, TwoMom: 3 * n + 2}[type(st)]
+
+
 def train_restore(m: Layer[P, Any, Any, Any], tr: Train[P], path: str | os.PathLike[str]) -> Train[P]:
     """Train.restore (line 3224) from a file: a training state of the same optimizer kind as tr, filled from the
-    numbers train_save wrote. The whole file is read and checked first; on any error tr is left as it was."""
-    name = os.fspath(path)
-    xs = _read_cells(name)
+    numbers train_save wrote. The file must be a regular file no larger than the state can be (max_state_bytes); it
+    is read and checked whole first; on any error tr is left as it was."""
+    raw = files.read_bounded(path, max_state_bytes(m, tr.st), f"a {type(tr.st).__name__} state of {m.label}",
+                             error=CheckpointError)
+    return restore_from(m, tr, files.shown(path), raw)
+
+
+def restore_from(m: Layer[P, Any, Any, Any], tr: Train[P], name: str, raw: bytes | bytearray) -> Train[P]:
+    """train_restore from a file's bytes already read (name: the file, for messages)."""
+    xs = cells(name, raw)
     n = m.count()
     st = tr.st
     kind = type(st).__name__
@@ -276,299 +302,11 @@ def _fresh(m: Layer[P, Any, Any, Any], like: P) -> P:
 
 
 def params_load(m: Layer[P, Any, Any, Any], path: str | os.PathLike[str]) -> P:
-    """Parameters written by params_save, checked against the model's count first."""
-    name = os.fspath(path)
-    xs = _read_cells(name)
-    if xs.size != m.count():
-        raise CheckpointError(f"{name}: {m.label} has {m.count()} parameters, the file holds {xs.size} numbers")
-    return m.load(m.zeros(), xs, 0).p
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# verified checkpoints: the seed's .bin with a manifest, published together
-# ---------------------------------------------------------------------------------------------------------------
-#
-# A checkpoint is a folder holding `state.bin` (train_dump's bytes, the seed's layout unchanged) and `manifest.json`
-# (format and version, the optimizer's kind and configuration, a digest of the model's structure, the step, the
-# caller's flags, the .bin's size and SHA-256, and the manifest's own SHA-256). The pair is written into a fresh
-# temporary folder beside the target and published by one rename, so a reader sees both files or neither, and a
-# crash leaves the previous checkpoint as it was. `load_checkpoint` verifies all of it before any state changes.
-# train_restore / params_load above stay for bare seed-format files from elsewhere: they check sizes and shapes
-# only, and verify nothing about where the numbers came from.
-
-FORMAT = "bendtorch-checkpoint"
-FORMAT_VERSION = 1
-STATE_FILE = "state.bin"
-MANIFEST_FILE = "manifest.json"
-CKPT_TMP_PREFIX = TMP_PREFIX + "ckpt-"
-
-
-def structure_digest(m: Layer[P, Any, Any, Any]) -> str:
-    """SHA-256 of the model's description, its parameter count and the structure of its parameters (nesting,
-    shapes, dtypes): two models with the same digest read the same .bin the same way."""
-    h = hashlib.sha256()
-    h.update(m.name.encode())
-    h.update(f"|count={m.count()}|".encode())
-
-    def walk(x: Any) -> None:
-        if isinstance(x, np.ndarray):
-            h.update(f"A{x.shape}{x.dtype.str};".encode())
-        elif isinstance(x, tuple):
-            h.update(b"(")
-            for y in x:
-                walk(y)
-            h.update(b")")
-        else:
-            h.update(f"{type(x).__name__};".encode())
-
-    walk(m.zeros())
-    return h.hexdigest()
-
-
-def optimizer_record(cfg: Any) -> dict[str, Any]:
-    """The optimizer's kind and its configuration, each number as its float32 bits (exact) and as a decimal (for
-    the reader)."""
-    fields: dict[str, Any] = {}
-    for k, v in sorted(vars(cfg).items()):
-        if isinstance(v, (bool, np.bool_)):
-            fields[k] = bool(v)
-        else:
-            fields[k] = {"bits": f"{int(np.float32(v).view(np.uint32)):08x}", "value": float(v)}
-    return {"kind": type(cfg).__name__, "config": fields}
-
-
-def _canonical(doc: dict[str, Any]) -> bytes:
-    return (json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n").encode()
-
-
-def _seal(body: dict[str, Any]) -> bytes:
-    """The manifest's bytes: the body and the SHA-256 of the body's canonical bytes, itself in canonical form."""
-    return _canonical({**body, "manifest_sha256": hashlib.sha256(_canonical(body)).hexdigest()})
-
-
-def _write_synced(path: str, data: bytes) -> None:
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _exchange(a: str, b: str) -> bool:
-    """Swap two paths in one step (Linux renameat2 RENAME_EXCHANGE); False where the system has no such call."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        fn = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    at_fdcwd, rename_exchange = -100, 2
-    return int(fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)) == 0
-
-
-def save_checkpoint(m: Layer[P, Any, Any, Any], cfg: Any, tr: Train[P], path: str | os.PathLike[str], step: int,
-                    flags: dict[str, Any] | None = None) -> str:
-    """The training state as a checkpoint folder at path (state.bin in the seed's layout, manifest.json), published
-    atomically: written into a fresh temporary folder beside path, then renamed onto it (an existing checkpoint at
-    path is swapped out in one step where the system allows, then removed). Returns the folder's path."""
-    target = os.path.abspath(os.fspath(path))
-    parent = os.path.dirname(target)
-    data = _f32_bytes(train_dump(m, tr))
-    body = {"format": FORMAT, "version": FORMAT_VERSION, "step": int(step), "optimizer": optimizer_record(cfg),
-            "state": type(tr.st).__name__, "model": {"structure_sha256": structure_digest(m), "count": m.count()},
-            "flags": dict(flags or {}),
-            "bin": {"file": STATE_FILE, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}}
-    tmp = tempfile.mkdtemp(prefix=CKPT_TMP_PREFIX + os.path.basename(target) + "-", dir=parent)
-    try:
-        os.chmod(tmp, output_mode(directory=True))
-        for name, blob in ((STATE_FILE, data), (MANIFEST_FILE, _seal(body))):
-            _write_synced(os.path.join(tmp, name), blob)
-            os.chmod(os.path.join(tmp, name), output_mode())
-        fsync_dir(tmp)
-        if not os.path.lexists(target):
-            os.rename(tmp, target)  # fails rather than merge if another writer got there first
-        elif _exchange(tmp, target):
-            shutil.rmtree(tmp)  # tmp now holds the old checkpoint
-        else:  # no atomic swap on this system: the old checkpoint moves aside, then the new one takes its name
-            old = tempfile.mkdtemp(prefix=CKPT_TMP_PREFIX + "old-", dir=parent)
-            os.rmdir(old)
-            os.rename(target, old)
-            os.rename(tmp, target)
-            shutil.rmtree(old)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    fsync_dir(parent)
-    return target
-
-
-def read_manifest(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
-    """(the checkpoint folder, its verified manifest) for a checkpoint folder or a file inside one. Every check
-    that fails raises CheckpointError with one line naming the file and the field."""
-    name = os.fspath(path)
-    folder = name
-    if os.path.isfile(name):
-        folder = os.path.dirname(os.path.abspath(name))
-        if os.path.basename(name) not in (STATE_FILE, MANIFEST_FILE) or \
-                not os.path.isfile(os.path.join(folder, MANIFEST_FILE)):
-            raise CheckpointError(f"{name}: a bare file without a bendtorch manifest: its numbers cannot be verified "
-                                  f"(a checkpoint is a folder with {STATE_FILE} and {MANIFEST_FILE}; "
-                                  f"impl.checkpoint.train_restore reads a bare seed-format file, verifying nothing)")
-    elif not os.path.isdir(name):
-        raise CheckpointError(f"{name}: no checkpoint there")
-    mpath = os.path.join(folder, MANIFEST_FILE)
-    try:
-        raw = open(mpath, "rb").read()
-    except OSError as e:
-        raise CheckpointError(f"{mpath}: cannot read the manifest: {e.strerror}") from None
-    try:
-        doc = json.loads(raw.decode("ascii"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise CheckpointError(f"{mpath}: not a manifest: not ASCII JSON ({type(e).__name__})") from None
-    if not isinstance(doc, dict):
-        raise CheckpointError(f"{mpath}: not a manifest: a JSON {type(doc).__name__}, not an object")
-    if doc.get("format") != FORMAT:
-        raise CheckpointError(f"{mpath}: not a manifest: format is {doc.get('format')!r}, not {FORMAT!r}")
-    if doc.get("version") != FORMAT_VERSION:
-        raise CheckpointError(f"{mpath}: manifest version {doc.get('version')!r}, this bendtorch reads version "
-                              f"{FORMAT_VERSION}")
-    try:
-        canonical = _canonical(doc)
-    except ValueError:
-        canonical = b""
-    if canonical != raw:
-        raise CheckpointError(f"{mpath}: the manifest's bytes were changed (they are not the canonical form "
-                              f"bendtorch writes)")
-    body = {k: v for k, v in doc.items() if k != "manifest_sha256"}
-    if doc.get("manifest_sha256") != hashlib.sha256(_canonical(body)).hexdigest():
-        raise CheckpointError(f"{mpath}: manifest_sha256 does not match the manifest's contents")
-    step = body.get("step")
-    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
-        raise CheckpointError(f"{mpath}: step must be an integer >= 0, found {step!r}")
-    for key, typ in (("optimizer", dict), ("model", dict), ("flags", dict), ("bin", dict), ("state", str)):
-        if not isinstance(body.get(key), typ):
-            raise CheckpointError(f"{mpath}: field {key!r} missing or not a JSON {typ.__name__}")
-    return folder, body
-
-
-def verify_bin(folder: str, body: dict[str, Any]) -> str:
-    """The checkpoint's state.bin has the size and SHA-256 its manifest (body) records; returns its path."""
-    b = body["bin"]
-    bpath = os.path.join(folder, STATE_FILE)
-    if b.get("file") != STATE_FILE:
-        raise CheckpointError(f"{os.path.join(folder, MANIFEST_FILE)}: bin.file is {b.get('file')!r}, not "
-                              f"{STATE_FILE!r}")
-    try:
-        raw = open(bpath, "rb").read()
-    except OSError as e:
-        raise CheckpointError(f"{bpath}: cannot read: {e.strerror}") from None
-    if len(raw) != b.get("bytes"):
-        raise CheckpointError(f"{bpath}: {len(raw)} bytes, the manifest says {b.get('bytes')!r}")
-    if hashlib.sha256(raw).hexdigest() != b.get("sha256"):
-        raise CheckpointError(f"{bpath}: SHA-256 does not match the manifest (the file was changed or damaged)")
-    return bpath
-
-
-def check_flags(mpath: str, body: dict[str, Any], flags: dict[str, Any]) -> None:
-    """The flags a checkpoint was written with (its manifest's body) are the caller's, key by key, both ways."""
-    saved = body["flags"]
-    differ = [k for k in sorted(set(saved) | set(flags)) if saved.get(k, "<absent>") != flags.get(k, "<absent>")]
-    if differ:
-        raise CheckpointError(f"{mpath}: written with other flags: " + ", ".join(
-            f"--{k.replace('_', '-')} {saved.get(k, '<absent>')!r} (now {flags.get(k, '<absent>')!r})"
-            for k in differ))
-
-
-def load_checkpoint(m: Layer[P, Any, Any, Any], cfg: Any, path: str | os.PathLike[str],
-                    flags: dict[str, Any] | None = None, allow_nonfinite: bool = False) -> tuple[Train[P], int]:
-    """(the training state, its step) from a checkpoint folder written by save_checkpoint, for model m trained by
-    cfg. Verified before anything is built: the manifest (format, version, its own SHA-256), the model's structure
-    digest, the optimizer's kind and every number of its configuration, the caller's flags (each key, both ways),
-    the .bin's size and SHA-256, the seed layout's sizes and tree shape, and the numbers themselves (finite
-    parameters and moments, second moments >= 0, q1 and q2 in [0, 1]; allow_nonfinite skips the finiteness)."""
-    folder, body = read_manifest(path)
-    mpath = os.path.join(folder, MANIFEST_FILE)
-    digest = structure_digest(m)
-    if body["model"].get("structure_sha256") != digest or body["model"].get("count") != m.count():
-        raise CheckpointError(f"{mpath}: written for another model (structure digest "
-                              f"{str(body['model'].get('structure_sha256'))[:12]}..., {body['model'].get('count')} "
-                              f"parameters; this model: {digest[:12]}..., {m.count()})")
-    if flags is not None:
-        check_flags(mpath, body, flags)
-    want = optimizer_record(cfg)
-    got = body["optimizer"]
-    if got.get("kind") != want["kind"]:
-        raise CheckpointError(f"{mpath}: written by optimizer {got.get('kind')!r}, this run uses {want['kind']!r}")
-    if got.get("config") != want["config"]:
-        keys = sorted(set(want["config"]) | set(got.get("config") or {}))
-        differ = [k for k in keys if (got.get("config") or {}).get(k) != want["config"].get(k)]
-        raise CheckpointError(f"{mpath}: the optimizer's configuration differs in {', '.join(differ)}")
-    bpath = verify_bin(folder, body)
-    tr = train_new(m, cfg, m.zeros())
-    if type(tr.st).__name__ != body["state"]:
-        raise CheckpointError(f"{mpath}: state kind {body['state']!r}, this optimizer keeps {type(tr.st).__name__}")
-    out = train_restore(m, tr, bpath)
-    _check_values(bpath, m, out, allow_nonfinite)
-    return out, int(body["step"])
-
-
-def _check_values(name: str, m: Layer[P, Any, Any, Any], tr: Train[P], allow_nonfinite: bool) -> None:
-    """The numbers of a restored state mean something: q1, q2 in [0, 1]; second moments >= 0 (a NaN passes only
-    with allow_nonfinite); parameters and moments finite unless allow_nonfinite."""
+    """Parameters written by params_save: a regular file of exactly the model's count of numbers, checked before it
+    is read."""
     n = m.count()
-    xs = train_dump(m, tr)
-    st = tr.st
-    if isinstance(st, (TwoMom, Packed)):
-        for q, v in (("q1", tr.p1), ("q2", tr.p2)):
-            if not (0.0 <= float(v) <= 1.0) and not (allow_nonfinite and not np.isfinite(v)):
-                raise CheckpointError(f"{name}: {q} = 1 - b^t must be in [0, 1], found {float(v)!r}")
-    if isinstance(st, TwoMom):
-        v2 = xs[2 * n:3 * n]
-        if np.any(v2 < 0):
-            raise CheckpointError(f"{name}: second moment v has a negative number at cell "
-                                  f"{2 * n + int(np.argmax(v2 < 0))}")
-    if isinstance(st, Packed):
-        def walk(t: PTree, where: str) -> None:
-            if isinstance(t, PNode):
-                walk(t.a, where + ".a")
-                walk(t.b, where + ".b")
-                return
-            if not isinstance(t, (PLeaf, PLeafV)):
-                return
-            packed = [("m", t.m)] + ([("v", t.v)] if isinstance(t, PLeaf) else [])
-            for what, words in packed:
-                # element 2k in the low half of word k, 2k+1 in the high half; the half past n is never written
-                h = np.stack([words & np.uint32(0xFFFF), words >> np.uint32(16)], axis=1).reshape(-1)
-                if np.any(h[t.n:] != 0):
-                    raise CheckpointError(f"{name}: packed leaf {where}: the unused half-word of {what} is not 0")
-                h = h[:t.n]
-                if not allow_nonfinite and np.any((h & np.uint32(0x7F80)) == np.uint32(0x7F80)):
-                    raise CheckpointError(f"{name}: packed leaf {where}: a non-finite BF16 number in {what}")
-                if what == "v" and np.any(((h & np.uint32(0x8000)) != 0) & ((h & np.uint32(0x7FFF)) != 0)):
-                    raise CheckpointError(f"{name}: packed leaf {where}: a negative BF16 second moment")
-            if isinstance(t, PLeafV):
-                if np.any(t.v < 0):
-                    raise CheckpointError(f"{name}: packed leaf {where}: a negative second moment")
-                if not allow_nonfinite and not np.all(np.isfinite(t.v)):
-                    raise CheckpointError(f"{name}: packed leaf {where}: a non-finite second moment")
-        walk(st.t, "t")
-    if not allow_nonfinite:
-        head = xs[:n] if isinstance(st, Packed) else xs
-        bad = ~np.isfinite(head)
-        if np.any(bad):
-            raise CheckpointError(f"{name}: non-finite number ({float(head[int(np.argmax(bad))])!r}) at cell "
-                                  f"{int(np.argmax(bad))}")
-
-
-def remove_stale(folder: str | os.PathLike[str]) -> list[str]:
-    """Remove the temporary files and folders this module leaves when a process dies while writing (names starting
-    with TMP_PREFIX) from folder; call it only while holding the folder's lock. Returns what was removed."""
-    gone = []
-    d = os.fspath(folder)
-    for entry in sorted(os.listdir(d)):
-        if entry.startswith(TMP_PREFIX):
-            p = os.path.join(d, entry)
-            if os.path.isdir(p) and not os.path.islink(p):
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                os.unlink(p)
-            gone.append(entry)
-    return gone
+    with files.open_regular(path, error=CheckpointError) as f:
+        if f.size != 4 * n:
+            raise f.fail(f"{m.label} has {n} parameters ({4 * n} bytes), the file holds {f.size} bytes")
+        xs = cells(f.name, f.read_all())
+    return m.load(m.zeros(), xs, 0).p

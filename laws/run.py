@@ -160,8 +160,8 @@ def run_column(plan: Plan, col: Column, profile: str, select: str | None = None,
             "--bendtorch-profile", profile,
             "--bendtorch-target", plan.resolved.spec, "--bendtorch-device", plan.device,
             "--bendtorch-variant", col.variant]
-    if quiet:
-        args.append("-q")
+    if quiet:  # the table and the JSON carry each failure and its counterexample: one line per failure here
+        args += ["-q", "--tb=line"]
     if select:
         args += ["-k", select]
     pytest.main(args, plugins=[collector, plugin])

@@ -1,20 +1,25 @@
 """Laws of the checkpoints (main.bend lines 2958-3353): the seed's layout as little-endian float32 files, written and
-read back by impl.checkpoint; over models drawn from the catalog (every matrix layer, Dropout with its step counter,
+read back by impl.checkpoint, and the verified checkpoint folder (impl.checkpoint_folder) that binds a state to the
+data it was trained on; over models drawn from the catalog (every matrix layer, Dropout with its step counter,
 combinators), every optimizer (SGD, Momentum, Adam, AdamW, AdamW with packed BF16 moments, v16 or not), step counts
 from 0 (a packed tree still PNew) and parameter values of any bits."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import bendtorch.impl as L
-from bendtorch.impl.checkpoint import mat_load, params_load, params_save, train_dump, train_restore, train_save
+from bendtorch.impl.checkpoint import (CheckpointError, mat_load, params_load, params_save, train_dump, train_restore,
+                                       train_save)
+from bendtorch.impl.checkpoint_folder import data_record, load_checkpoint, save_checkpoint
 from bendtorch.impl.layers.dropout import DropP
 from bendtorch.impl.optim import CAdamWBF16, CMomentum, CSGD, adam, adamw
 from bendtorch.impl.train import train_new, train_step
@@ -83,12 +88,19 @@ def test_save_then_restore_gives_the_same_bits(mod: Any, cfg: Any, k: int, seed:
         [v for v in leaves(tr.p) if not isinstance(v, np.ndarray)]
 
 
+def record(data: list[tuple[Any, Any]]) -> dict[str, Any]:
+    """The data record of a run's batches (their bytes in order), as a checkpoint's manifest binds it."""
+    blob = b"".join(np.ascontiguousarray(a).tobytes() for xy in data for a in xy)
+    return data_record(hashlib.sha256(blob).hexdigest(), len(blob), "batches")
+
+
 @law("checkpoints", "resume_same_bits", "bit for bit")
 @given(models(), optimizers(), st.integers(2, 5), st.data(), seeds())
 def test_stopped_and_resumed_gives_the_same_bits(mod: Any, cfg: Any, total: int, data: Any, seed: int) -> None:
     """A run stopped after k steps and resumed from its checkpoint computes the same bits as one that never stopped
     (main.bend lines 2960-2961), Dropout's counter included (its masks follow the step): the losses of the steps after
-    k and the final state (parameters, counters, moments, packed cells, powers) are bit for bit the same."""
+    k and the final state (parameters, counters, moments, packed cells, powers) are bit for bit the same, resumed from
+    the seed's .bin or from the verified folder bound to the run's data; the folder is refused for other data."""
     b, n, d, c = mod
     m, loss = b.layer, L.CrossEntropy(n, c)
     k = data.draw(st.integers(0, total))
@@ -96,13 +108,21 @@ def test_stopped_and_resumed_gives_the_same_bits(mod: Any, cfg: Any, total: int,
     xs = batches(seed, n, d, c, total)
     full, lf = steps(m, loss, cfg, train_new(m, cfg, tree_copy(p0)), xs)
     part, lp = steps(m, loss, cfg, train_new(m, cfg, tree_copy(p0)), xs[:k])
+    other = [(x + F32(1), y) for x, y in xs]
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "ck.bin")
         train_save(m, path, part)
         resumed = train_restore(m, train_new(m, cfg, m.zeros()), path)
-    resumed, lr = steps(m, loss, cfg, resumed, xs[k:])
-    assert np.array_equal(bits(np.array(lp + lr, F32)), bits(np.array(lf, F32)))
-    assert np.array_equal(bits(train_dump(m, resumed)), bits(train_dump(m, full)))
+        folder = save_checkpoint(m, cfg, part, os.path.join(tmp, "ck"), k, {}, record(xs))
+        verified, step = load_checkpoint(m, cfg, folder, {}, allow_nonfinite=True, data=record(xs),
+                                         check_data_record=True)
+        with pytest.raises(CheckpointError, match="trained on other data"):
+            load_checkpoint(m, cfg, folder, {}, allow_nonfinite=True, data=record(other), check_data_record=True)
+    assert step == k
+    for back in (resumed, verified):
+        back, lr = steps(m, loss, cfg, back, xs[k:])
+        assert np.array_equal(bits(np.array(lp + lr, F32)), bits(np.array(lf, F32)))
+        assert np.array_equal(bits(train_dump(m, back)), bits(train_dump(m, full)))
 
 
 @law("checkpoints", "params_save_mat_load", "bit for bit")

@@ -4,7 +4,10 @@
   flushed and fsynced, the file is renamed over the destination, and the folder is fsynced, so a reader (or a crash)
   sees the old file or the new one, never a part. The temporary file is removed on any error, Ctrl-C included.
 - Never through a link: a destination that is a symbolic link is refused (OutputError, one line naming the file)
-  before anything is written; `refuse_links` checks a whole output folder up front, before work.
+  before anything is written; `refuse_links` checks a whole output folder up front, before work, and
+  `check_targets` checks what a command will write there: no link, a file where a file goes, a folder where a
+  folder goes.
+- A destination whose folder does not exist is refused naming the folder (not the temporary file).
 - One JSON encoding (`jsonable`): numpy scalars and arrays, paths and tuples become JSON, anything else is an error
   rather than a silent `str()`.
 - Files get the mode open() would give them under the process's umask (mkstemp's 0600 would hide a committed result
@@ -16,9 +19,12 @@ from __future__ import annotations
 import io
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
+
+from bendtorch.records.files import shown
 
 TMP_PREFIX = ".tmp-"  # every temporary file or folder the harness writes starts with it
 
@@ -39,9 +45,9 @@ def refuse_link(path: str | os.PathLike[str], what: str = "output") -> None:
     """OutputError if path is a symbolic link (a write there would replace or follow it) or a folder."""
     p = os.fspath(path)
     if os.path.islink(p):
-        raise OutputError(f"{what} {p}: is a symbolic link; refusing to write through it")
+        raise OutputError(f"{what} {shown(p)}: is a symbolic link; refusing to write through it")
     if os.path.isdir(p):
-        raise OutputError(f"{what} {p}: is a directory, not a file")
+        raise OutputError(f"{what} {shown(p)}: is a directory, not a file")
 
 
 def refuse_links(folder: str | os.PathLike[str], names: Iterable[str]) -> None:
@@ -50,7 +56,26 @@ def refuse_links(folder: str | os.PathLike[str], names: Iterable[str]) -> None:
     for name in names:
         p = os.path.join(os.fspath(folder), name)
         if os.path.islink(p):
-            raise OutputError(f"output {p}: is a symbolic link; refusing to write through it")
+            raise OutputError(f"output {shown(p)}: is a symbolic link; refusing to write through it")
+
+
+def check_targets(folder: str | os.PathLike[str], files: Iterable[str] = (), folders: Iterable[str] = ()) -> None:
+    """OutputError for the first of folder/NAME that cannot be written as planned: a symbolic link (a write would
+    follow or replace it), something other than a regular file where a file will be written (a directory, a fifo,
+    a device, a socket), something other than a directory where a folder will be published. Absent is fine."""
+    base = os.fspath(folder)
+    for name, want_dir in [(n, False) for n in files] + [(n, True) for n in folders]:
+        p = os.path.join(base, name)
+        try:
+            mode = os.lstat(p).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        if stat.S_ISLNK(mode):
+            raise OutputError(f"output {shown(p)}: is a symbolic link; refusing to write through it")
+        if want_dir and not stat.S_ISDIR(mode):
+            raise OutputError(f"output {shown(p)}: exists and is not a directory")
+        if not want_dir and not stat.S_ISREG(mode):
+            raise OutputError(f"output {shown(p)}: exists and is not a regular file")
 
 
 def fsync_dir(folder: str | os.PathLike[str]) -> None:
@@ -62,11 +87,14 @@ def fsync_dir(folder: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+def write_bytes(path: str | os.PathLike[str], data: bytes | bytearray | memoryview) -> None:
     """data into path, atomically, never through a link (see the module's docstring)."""
     target = os.fspath(path)
     refuse_link(target)
     folder = os.path.dirname(os.path.abspath(target))
+    if not os.path.isdir(folder):
+        raise OutputError(f"output {shown(target)}: folder {shown(folder)} "
+                          f"{'is not a directory' if os.path.lexists(folder) else 'does not exist'}")
     fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX + os.path.basename(target) + "-", dir=folder)
     try:
         os.chmod(tmp, output_mode())

@@ -1,7 +1,12 @@
 """The committed findings (reports/results/findings/*.json, made by the studies in bendtorch.reference) as sections
 of REPORT.md: where the seed's orders lose to PyTorch and why, Adam's c2 settled, every drift as a distribution over
 seeds, the two truths of a float32 constant, batch and thread invariance. Each section names the command that made
-its figures; a missing file gives a line saying so, never an error."""
+its figures and the machine its figures about PyTorch were measured on (impl's are the same on every machine); a
+missing file gives a line saying so, never an error.
+
+PyTorch's batch-size groups move with the processor, so `live_invariance` measures them again on this machine
+(bendtorch.reference.findings.invariance's study, impl and PyTorch) and the invariance section puts this machine's
+groups beside the committed ones, each with its machine, saying where they differ."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 RESULTS = Path(__file__).resolve().parent / "results" / "findings"
+LIVE_MAX_BATCH = 64  # the committed study's B range, so the two compare batch size for batch size
 
 
 def _dist(d: dict[str, Any], fmt: str = "{:.3g}") -> str:
@@ -127,48 +133,142 @@ def two_truths(d: dict[str, Any]) -> list[str]:
     return L
 
 
-def invariance(d: dict[str, Any]) -> list[str]:
-    L = [f"Row i's bits computed alone and in a batch of B = 1..{d['max_batch']} rows, and on 1 and 2 threads "
-         "(`same` = the same bits for every B):\n",
-         "| op | " + " | ".join(d["summary"]) + " |", "| --- | " + " | ".join("---" for _ in d["summary"]) + " |"]
-    ops: list[str] = []
-    for t in d["summary"].values():
-        ops += [o for o in t if o not in ops]
-    for o in ops:
-        cells = []
-        for t in d["summary"].values():
-            r = t.get(o)
-            if r is None or r.get("batch") is None:
-                cells.append("n/a")
+def _ranges(bs: list[int]) -> str:
+    """Batch sizes as runs: [1, 2, 3, 5] -> "1-3, 5"."""
+    runs: list[list[int]] = []
+    for b in bs:
+        if runs and b == runs[-1][1] + 1:
+            runs[-1][1] = b
+        else:
+            runs.append([b, b])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs) or "none"
+
+
+def batch_groups(v: dict[str, Any]) -> str:
+    """One operation of the invariance study as its batch-size groups: the batch sizes B at which a row keeps the
+    bits it has alone, those at which it has the bits of the largest batch instead, and the rest."""
+    if "rows_changed" not in v:
+        return "n/a" if "not_applicable" in v else str(v.get("not_run", "n/a"))
+    changed, vs_top = v["rows_changed"], v["rows_differing_from_the_largest_batch"]
+    n = len(changed)
+    if not any(changed):
+        return f"same bits for B = 1..{n}"
+    alone = [b for b in range(1, n + 1) if not changed[b - 1]]
+    top = [b for b in range(1, n + 1) if changed[b - 1] and not vs_top[b - 1]]
+    rest = [b for b in range(1, n + 1) if changed[b - 1] and vs_top[b - 1]]
+    return f"as alone: B = {_ranges(alone)}; as at B = {n}: {_ranges(top)}; other bits: {_ranges(rest)}"
+
+
+def _threads(v: dict[str, Any]) -> str:
+    t = v.get("threads_1_vs_2_same_bits")
+    return "" if t is None else "; threads same" if t is True else "; threads differ" if t is False else f"; {t}"
+
+
+def live_invariance(max_batch: int = LIVE_MAX_BATCH) -> dict[str, Any]:
+    """The invariance study on this machine (impl and PyTorch, B = 1..max_batch): the study's result with each
+    operation's batch-size groups."""
+    from bendtorch.reference.findings import invariance as study
+
+    res = study.study(max_batch=max_batch, targets=("impl", "torch"))
+    res["groups"] = {t: {op: batch_groups(v) + _threads(v) for op, v in r.items()}
+                     for t, r in res["targets"].items()}
+    return res
+
+
+def invariance_differences(live: dict[str, Any], committed: dict[str, Any]) -> list[str]:
+    """Where this machine's study and the committed one disagree, one line per target and operation. With the same
+    B range every count is compared (rows changed against alone and against the largest batch, the threads); with
+    another range, the rows changed against alone over the range both measured."""
+    same_range = live.get("max_batch") == committed.get("max_batch")
+    out = []
+    for t, ops in live.get("targets", {}).items():
+        for op, v in ops.items():
+            c = committed.get("targets", {}).get(t, {}).get(op)
+            if not isinstance(c, dict) or "rows_changed" not in v or "rows_changed" not in c:
                 continue
-            b = "same" if r.get("batch", "").startswith("same") else str(r.get("batch"))
-            cells.append(f"{b}; threads {'same' if r.get('threads_1_vs_2') else 'differ'}")
+            if same_range:
+                keys = ("rows_changed", "rows_differing_from_the_largest_batch", "threads_1_vs_2_same_bits")
+                differ = any(v.get(k) != c.get(k) for k in keys)
+            else:
+                k = min(len(v["rows_changed"]), len(c["rows_changed"]))
+                differ = v["rows_changed"][:k] != c["rows_changed"][:k]
+            if differ:
+                out.append(f"{t} {op}: here {batch_groups(v)}{_threads(v)}; committed {batch_groups(c)}{_threads(c)}")
+    return out
+
+
+def invariance(d: dict[str, Any], live: dict[str, Any] | None = None, here: str = "this machine") -> list[str]:
+    committed_on = measured_on(d)
+    L = [f"Row i's bits computed alone and in a batch of B rows, and on 1 and 2 threads, for each batch size B "
+         f"(`same` = the same bits for every B; otherwise the batch sizes at which a row keeps its bits alone, those "
+         f"at which it has the largest batch's bits instead, and the rest). The committed study (B = "
+         f"1..{d['max_batch']}) was measured on {committed_on}"
+         + (f"; this machine's (B = 1..{live['max_batch']}, `bendtorch report`) on {here}" if live else "")
+         + ". impl's columns are the same on every machine; PyTorch's move with the processor.\n"]
+    cols: list[tuple[str, dict[str, Any]]] = []
+    if live and "targets" in live:
+        cols += [(f"{t} (here)", r) for t, r in live["targets"].items()]
+    cols += [(f"{t} (committed)", r) for t, r in d.get("targets", {}).items()
+             if not live or t != "impl" or "impl" not in live.get("targets", {})]
+    L += ["| op | " + " | ".join(c for c, _ in cols) + " |", "| --- |" + " --- |" * len(cols)]
+    ops: list[str] = []
+    for _, r in cols:
+        ops += [o for o in r if o not in ops]
+    for o in ops:
+        cells = [batch_groups(r[o]) + _threads(r[o]) if isinstance(r.get(o), dict) else "-" for _, r in cols]
         L.append(f"| {o} | {' | '.join(cells)} |")
+    if live and "targets" in live:
+        diff = invariance_differences(live, d)
+        L += ["", "This machine and the committed study agree on every operation." if not diff else
+              f"This machine ({here}) and the committed study ({committed_on}) differ:"]
+        L += [f"- {x}" for x in diff]
+    elif live:
+        L += ["", f"Not measured here: {live.get('status')}"]
     L += ["", f"`{d['command']}`. ![invariance](invariance.png)"]
     return L
 
 
-SECTIONS: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
-    ("Where the seed's orders lose to PyTorch", "orders.json", orders),
-    ("Training drift as a distribution over seeds", "llama_drift.json", llama_drift),
-    ("Adam's c2, settled", "adam_c2.json", adam_c2),
-    ("AdamW with BF16 moments", "bf16_drift.json", bf16_drift),
-    ("Two truths: the decimal meant and the float32 constant used", "two_truths.json", two_truths),
-    ("Batch and thread invariance", "invariance.json", invariance),
+def measured_on(d: dict[str, Any]) -> str:
+    """The machine a committed finding was measured on, in one phrase: its machine record's CPU and PyTorch, or for
+    a result written before the machine was recorded "an unrecorded CPU" with the versions it kept."""
+    from bendtorch.records.machine import describe
+
+    m = d.get("machine")
+    if isinstance(m, dict) and m:
+        return describe(m, ["torch"])
+    v = d.get("versions") or {}
+    return "an unrecorded CPU" + (f" (PyTorch {v['torch']})" if v.get("torch") else "")
+
+
+# title, file, renderer, whether its figures include another library's (PyTorch's)
+SECTIONS: list[tuple[str, str, Callable[[dict[str, Any]], list[str]], bool]] = [
+    ("Where the seed's orders lose to PyTorch", "orders.json", orders, True),
+    ("Training drift as a distribution over seeds", "llama_drift.json", llama_drift, True),
+    ("Adam's c2, settled", "adam_c2.json", adam_c2, True),
+    ("AdamW with BF16 moments", "bf16_drift.json", bf16_drift, False),
+    ("Two truths: the decimal meant and the float32 constant used", "two_truths.json", two_truths, True),
+    ("Batch and thread invariance", "invariance.json", invariance, True),
 ]
 
 
-def findings_markdown(results: Path = RESULTS, heading: str = "##", link_prefix: str = "") -> str:
-    """Every committed finding as Markdown sections; link_prefix is prepended to the plots' file names."""
+def findings_markdown(results: Path = RESULTS, heading: str = "##", link_prefix: str = "",
+                      live: dict[str, Any] | None = None, here: str = "this machine") -> str:
+    """Every committed finding as Markdown sections, each saying where its figures about PyTorch were measured;
+    link_prefix is prepended to the plots' file names. live: `live_invariance`'s result (or a dict with a status
+    saying why it is missing), shown beside the committed invariance study; here names this machine."""
     L: list[str] = []
-    for title, name, render in SECTIONS:
+    for title, name, render, other in SECTIONS:
         L.append(f"\n{heading} {title}\n")
         path = results / name
         try:
-            body = render(json.loads(path.read_text()))
+            d = json.loads(path.read_text())
+            body = invariance(d, live, here) if render is invariance else render(d)
         except (OSError, ValueError, KeyError, TypeError) as e:
             L.append(f"not available: {path.name} ({type(e).__name__}: {e})")
             continue
+        if render is not invariance:
+            L.append(f"Committed figures: PyTorch's measured on {measured_on(d)}; impl's are the same on every "
+                     "machine.\n" if other else "Committed figures, impl's only: the same on every machine.\n")
         L += [line.replace("](", f"]({link_prefix}") if line.startswith("`") and "![" in line else line
               for line in body]
     return "\n".join(L) + "\n"

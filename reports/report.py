@@ -1,13 +1,20 @@
 """The report behind `bendtorch report`: the reference comparisons of reference/ops.py (every layer forward and
-backward, every loss, every combinator composition, every optimizer step) run in impl, PyTorch float32 and the float64 oracle, judged by
-the same `reference.ops.judge` the tests use, and written as report.json and REPORT.md into --out (default
-reports/out/), with paired ulp-error distribution plots (impl vs PyTorch, per op), the machine, the command, the
-small-model training run, the optimizer study (100 steps) and the erf sweep's sampled figures.
+backward, every loss, every combinator composition, every optimizer step) run in impl, PyTorch float32 and the
+float64 oracle, judged by the same `reference.ops.judge` the tests use, with paired ulp-error distribution plots
+(impl vs PyTorch, per op), the machine, the command, the small-model training run, the optimizer study (100 steps),
+the erf sweep's sampled figures, the training drift and the law table; then the committed results (the conformance
+table, the function atlas, the findings), each figure about another library with the machine it was measured on,
+and the cheap machine-dependent facts measured again here beside them: PyTorch's batch-size groups (the invariance
+study) and the conformance table's torch column (`bendtorch laws --target torch`, ci profile), saying where this
+machine and the committed figures differ. impl's figures are facts of every machine.
 
-    bendtorch report [--out DIR] [--quick] [--erf-sample N] [--no-plots] [--only NAME ...]
+    bendtorch report [--out DIR] [--quick] [--erf-sample N] [--no-plots] [--only NAME ...] [--no-live]
 
---quick runs one shape and one seed per op, a 10-step model run, no 100-step optimizer study and a small erf sample
-(seconds); the default (a minute or two on 2 cores) runs every case the tests run.
+Written into OUT (default records.paths.output_dir("report")): report.json (SCHEMA_VERSION,
+records/schemas/report.schema.json), REPORT.md, and every file REPORT.md links (plots, the committed results'
+plots, the law runs' JSON), so the folder can be moved or shared. --quick runs one shape and one seed per op, a
+10-step model run, no 100-step optimizer study and a small erf sample; the default (a few minutes on 2 cores) runs
+every case the tests run.
 
 torch, matplotlib and tqdm are imported inside the functions, so `bendtorch --help` stays quick.
 """
@@ -16,16 +23,46 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import re
+import subprocess
 import sys
 import time
 import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-DEFAULT_OUT = Path("reports/out")
-SCHEMA_VERSION = 3  # report.json's layout (records/schemas/report.schema.json)
+SCHEMA_VERSION = 4  # report.json's layout (records/schemas/report.schema.json)
+
+ROOT = Path(__file__).resolve().parent.parent  # the checkout, or the installed package's folder
+RESULTS = ROOT / "reports" / "results"  # the committed results
+FULL_SWEEP = RESULTS / "atlas" / "erf" / "sweep_full.json"  # `bendtorch sweep erf`'s
+# every name the report writes in its folder (refused up front where one is a symbolic link)
+OUTPUTS = ("REPORT.md", "report.json", "laws.json", "laws_torch.json", "plots", "drift.png", "erf", "erf_full",
+           "ATLAS.md", "atlas", "findings")
+
+
+def one_line(text: str) -> str:
+    """text with every run of white space (newlines included) as one space: an error is one line."""
+    return " ".join(str(text).split())
+
+
+def shown(path: Path) -> str:
+    """A path as REPORT.md names it: a committed result by its place in the project (reports/results/...), never a
+    path of the machine that wrote the report; anything else as given."""
+    try:
+        return Path(path).resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def copy_beside(src: Path, out: Path, rel: str) -> str:
+    """src copied to out/rel (through the durable writer: atomic, never through a link); returns rel, the link."""
+    from bendtorch.records.durable import write_bytes
+
+    dst = out / rel
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    write_bytes(dst, src.read_bytes())
+    return rel
 
 
 # ---- plots -----------------------------------------------------------------------------------------------------
@@ -63,19 +100,19 @@ def plot_op(name: str, res: dict[str, Any], path: Path) -> None:
     save_figure(fig, path, dpi=90)
 
 
-# ---- the erf sweep's sample ------------------------------------------------------------------------------------
+# ---- the erf sweep: its sample here, its committed full run ------------------------------------------------------
 
-def erf_sample(out: Path, n: int) -> dict[str, Any]:
-    """The erf function of the exhaustive checker (bendtorch.reports.sweep) in its sample mode, impl's figures and
-    the seed's claims (guarded: if it cannot be imported or fails, the report says so)."""
+def erf_sample(out: Path, n: int, shown_out: str) -> dict[str, Any]:
+    """The erf entry of the sweep in its sample mode, impl's figures and the seed's claims (guarded: if it cannot be
+    imported or fails, the report says so)."""
     if n <= 0:
         return {"status": "skipped (--erf-sample 0)"}
     try:
         from bendtorch.reports import sweep
     except Exception as e:  # noqa: BLE001 - reported in REPORT.md
-        return {"status": f"bendtorch.reports.sweep not importable: {type(e).__name__}: {e}"}
+        return {"status": f"the sweep is not importable: {type(e).__name__}: {e}"}
     try:
-        rep = sweep.sample("erf", n, out, command=f"bendtorch sweep erf --sample {n} --out {out} --no-plots")
+        rep = sweep.sample("erf", n, out, command=f"bendtorch sweep erf --sample {n} --out {shown_out} --no-plots")
     except Exception as e:  # noqa: BLE001 - reported in REPORT.md
         return {"status": f"erf sweep sample failed: {type(e).__name__}: {e}",
                 "traceback": traceback.format_exc(limit=3)}
@@ -83,19 +120,12 @@ def erf_sample(out: Path, n: int) -> dict[str, Any]:
     keep = ("inputs", "finite_inputs", "max_ulp", "max_ulp_at", "correctly_rounded_fraction",
             "within_one_ulp_fraction", "faithful_fraction", "nan_in_nan_out", "odd_symmetric")
     claims = {k: v for k, v in imp.get("claims", {}).items() if k != "source"}
-    return {"status": "ok", "json": rep["json"], "mode": rep["mode"], **{k: imp.get(k) for k in keep},
-            "seed_claims": claims}
+    return {"status": "ok", "json": os.path.relpath(rep["json"], out), "mode": rep["mode"],
+            **{k: imp.get(k) for k in keep}, "seed_claims": claims}
 
 
-# ---- the run ---------------------------------------------------------------------------------------------------
-
-# ---- the full erf sweep, the training drift, the law table ------------------------------------------------------
-
-ROOT = Path(__file__).resolve().parent.parent
-FULL_SWEEP = ROOT / "reports" / "results" / "atlas" / "erf" / "sweep_full.json"  # `bendtorch sweep erf`'s
-
-# the seed's claims for its erf (main.bend lines 1118-1120), as the checker judges them (records.functions' erf
-# record's claims, judged into the impl column's "claims"): the words of the seed and the measured figure
+# the seed's claims for its erf (main.bend lines 1118-1120), as the sweep's erf entry checks them (judged into the
+# impl library's "claims"): the words of the seed and the measured figure
 ERF_CLAIMS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "max_ulp_at_most": ("at most 0.93 ulp off", lambda e: f"max {e['max_ulp']:.4f} ulp"),
     "correctly_rounded_fraction": ("the correctly rounded float32 on 97.1% of the inputs",
@@ -107,26 +137,28 @@ ERF_CLAIMS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
 
 
 def erf_full(path: Path, out: Path) -> dict[str, Any]:
-    """The committed full sweep of the erf entry (reports/results/atlas/erf/sweep_full.json, `bendtorch sweep erf`),
-    with the seed's claims confirmed or refuted and the other libraries beside impl."""
+    """The full sweep of the erf entry (default the committed reports/results/atlas/erf/sweep_full.json, `bendtorch
+    sweep erf`), with the seed's claims confirmed or refuted and the other libraries beside impl; its plots are
+    copied to out/erf_full/."""
     if not path.is_file():
-        return {"status": f"no full sweep at {path} (run `bendtorch sweep erf --out {path.parent.parent}`)"}
+        return {"status": f"no full sweep at {shown(path)} (run `bendtorch sweep erf`)"}
     e = json.loads(path.read_text())
     imp = e["libraries"]["impl"]
     judged = imp.get("claims", {})
     claims = [{"claim": words, "confirmed": bool(judged[k]["holds"]), "measured": fig(imp)}
               for k, (words, fig) in ERF_CLAIMS.items() if k in judged]
     if len(claims) != len(ERF_CLAIMS):
-        return {"status": f"{path}: impl's claims {sorted(judged)} are not the seed's {sorted(ERF_CLAIMS)}"}
-    pngs = [path.parent / p for p in e.get("plots", [])]
+        return {"status": f"{shown(path)}: impl's claims {sorted(judged)} are not the seed's {sorted(ERF_CLAIMS)}"}
+    plots = [copy_beside(path.parent / p, out, f"erf_full/{Path(p).name}") for p in e.get("plots", [])
+             if (path.parent / p).is_file()]
     runs = e.get("runs") or [{"command": e.get("command"), "seconds": e.get("seconds")}]
-    return {"status": "ok", "json": str(path), "runs": runs, "seconds": sum(r.get("seconds") or 0.0 for r in runs),
+    return {"status": "ok", "json": shown(path), "runs": runs, "seconds": sum(r.get("seconds") or 0.0 for r in runs),
             "machine": e.get("machine"), "inputs": imp.get("inputs"), "finite_inputs": imp.get("finite_inputs"),
             "max_ulp": imp["max_ulp"], "max_ulp_at": imp.get("max_ulp_at"),
             "correctly_rounded_fraction": imp["correctly_rounded_fraction"],
             "within_one_ulp_fraction": imp["within_one_ulp_fraction"], "hard_cases": e.get("hard_cases", {}),
             "comparisons": {k: v for k, v in e["libraries"].items() if k != "impl"},
-            "claims": claims, "plots": [os.path.relpath(p.resolve(), out.resolve()) for p in pngs if p.is_file()]}
+            "claims": claims, "plots": plots}
 
 
 def drift_run(out: Path, steps: int, seeds: int, plots: bool) -> dict[str, Any]:
@@ -143,59 +175,148 @@ def drift_run(out: Path, steps: int, seeds: int, plots: bool) -> dict[str, Any]:
     return r
 
 
-def law_table(out: Path) -> dict[str, Any]:
-    """The law suites under the ci profile (laws/run.py), in a subprocess so their hypothesis settings stay theirs."""
-    import subprocess
-    j = out / "laws.json"
-    cmd = [sys.executable, "-m", "bendtorch.cli", "laws", "--profile", "ci", "--json", str(j)]
+# ---- the laws: impl's suites, and the torch target's conformance column measured here ----------------------------
+
+def law_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """How many rows have each result (laws.run.counts), and how many rows in all."""
+    from bendtorch.laws.run import counts
+
+    return {**counts(rows), "total": len(rows)}
+
+
+def law_run(out: Path, target: str = "impl", select: str | None = None) -> dict[str, Any]:
+    """`bendtorch laws --profile ci` against the target (impl: every suite; another target: the conformance laws),
+    in a subprocess so that its hypothesis settings stay its own, writing out/laws.json (out/laws_TARGET.json). The
+    subprocess runs in out (an absolute path) with hypothesis's database in the cache folder, so nothing lands in
+    the current directory or the installed package. impl: every law must pass (a failure is an error); another
+    target: a failing law is a finding, only an erring one is an error. select: only the laws matching this pytest
+    -k expression."""
+    from bendtorch.records.paths import cache_dir
+
+    name = "laws.json" if target == "impl" else f"laws_{target}.json"
+    j = out / name
+    if j.is_file():
+        j.unlink()  # an earlier run's rows must not stand in for this run's
+    # the target always named: $BENDTORCH_TARGET must not turn impl's table into another library's
+    args = ["laws", "--profile", "ci", "--target", target, *([] if select is None else ["-k", select]),
+            "--json", name]
+    env = dict(os.environ, HYPOTHESIS_STORAGE_DIRECTORY=str(cache_dir("hypothesis").resolve()))
     t = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "bendtorch", *args], cwd=out, env=env, capture_output=True,
+                          text=True)
+    seconds = time.perf_counter() - t
+    command = " ".join(["bendtorch", *args])
     if not j.is_file():
-        return {"status": f"laws did not run (exit {proc.returncode}): {proc.stderr[-500:]}"}
-    rows = json.loads(j.read_text())["rows"]
-    # a law that cannot run here, or has no meaning for impl, is reported as such and does not count as a failure
-    return {"status": "ok", "command": "bendtorch laws --profile ci", "rows": rows,
-            "seconds": time.perf_counter() - t,
-            "all_pass": all(r["result"] in ("passed", "not applicable", "not run") for r in rows)}
+        tail = (proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or ["no output"])[-1]
+        return {"status": f"wrote no rows (exit {proc.returncode}): {one_line(tail)[:300]}",
+                "command": command}
+    from bendtorch.laws.run import SUITES
+
+    doc = json.loads(j.read_text())
+    rows = doc["rows"]
+    bad = ("failed", "error") if target == "impl" else ("error",)
+    return {"status": "ok", "command": command, "json": name, "exit": proc.returncode, "rows": rows,
+            "machine": doc.get("machine"), "targets": doc.get("targets", []), "seconds": seconds,
+            "counts": law_counts(rows), "suites": {s: law_counts([r for r in rows if r.get("suite") == s])
+                                                   for s in SUITES if any(r.get("suite") == s for r in rows)},
+            "all_pass": bool(rows) and proc.returncode == 0 and not any(r["result"] in bad for r in rows)}
 
 
-def committed_sections(out: Path) -> tuple[str, str, str]:
-    """The conformance table, the function atlas and the findings, rendered from the committed results
-    (reports/results/{conformance,atlas,findings}/) as Markdown; their plots are copied beside REPORT.md."""
-    import shutil
+def law_errors(res: dict[str, Any]) -> list[str]:
+    """law_run's result as the report's errors: none, or one line saying what did not run or what failed."""
+    if res["status"] != "ok":
+        return [one_line(f"{res.get('command', 'bendtorch laws')}: {res['status']}")]
+    if res["all_pass"]:
+        return []
+    c = res["counts"]
+    return [f"{res['command']}: {c['failed']} failed, {c['error']} erred of {c['total']} laws (exit {res['exit']}; "
+            f"rows in {res['json']})"]
 
+
+def _relabel(doc: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    """A conformance document with the target label `old` written `new` in its rows and its target list."""
+    return {**doc, "rows": [{**r, "target": new} if r.get("target") == old else r for r in doc["rows"]],
+            "targets": [{**t, "target": new} if t.get("target") == old else t for t in doc.get("targets", [])]}
+
+
+def conformance(live: dict[str, Any] | None, here: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The conformance table from the committed documents (reports/results/conformance/), the torch column measured
+    here beside the committed one when `live` (law_run's result for torch) has rows; and the comparison of the two
+    columns: the laws whose results differ and whether the machines are the same."""
     from bendtorch.laws.run import conformance_markdown, load_results
+    from bendtorch.records.machine import compare_note, describe
+
+    docs = load_results(RESULTS / "conformance")
+    if not live or live.get("status") != "ok":
+        return conformance_markdown(docs), {"status": "not measured here: " + str((live or {}).get("status"))}
+    mine = {"profile": "ci", "seconds": round(live["seconds"], 1), "machine": live["machine"],
+            "targets": live["targets"], "rows": live["rows"]}
+    old = next((d for d in docs if any(r.get("target") == "torch" for r in d["rows"])), None)
+    at = docs.index(old) + 1 if old is not None else len(docs)
+    docs = [_relabel(d, "torch", "torch (committed)") for d in docs]
+    docs.insert(at, _relabel(mine, "torch", "torch (here)"))
+    ours = {(r["family"], r["law"]): r["result"] for r in live["rows"] if r.get("suite") == "conformance"}
+    theirs = {(r["family"], r["law"]): r["result"] for r in (old or {"rows": []})["rows"]
+              if r.get("target") == "torch" and r.get("suite") == "conformance"}
+    differ = [f"{f}/{n}: committed {theirs[(f, n)]}, here {res}" for (f, n), res in ours.items()
+              if (f, n) in theirs and theirs[(f, n)] != res]
+    note = compare_note((old or {}).get("machine"), here, "torch") if old is not None else "no committed column"
+    return conformance_markdown(docs), {
+        "status": "ok", "committed_on": describe((old or {}).get("machine"), ["torch"]),
+        "here": describe(here, ["torch"]), "same_machine": note is None, "machine_note": note, "differ": differ}
+
+
+def committed_sections(out: Path, live_conformance: dict[str, Any] | None, live_invariance: dict[str, Any] | None,
+                       here: dict[str, Any]) -> dict[str, Any]:
+    """The conformance table, the function atlas and the findings, rendered from the committed results
+    (reports/results/{conformance,atlas,findings}/) as Markdown, with the live measurements beside them; the
+    committed plots are copied beside REPORT.md (out/atlas/, out/findings/)."""
+    from bendtorch.records.machine import describe
     from bendtorch.reports.findings import findings_markdown
     from bendtorch.reports.sweep import atlas_markdown
-    res = ROOT / "reports" / "results"
-    sections = []
+
+    got: dict[str, Any] = {"conformance_compared": {"status": "not rendered"}}
+
+    def conf(d: Path) -> str:
+        md, got["conformance_compared"] = conformance(live_conformance, here)
+        return md
+
     renders: tuple[tuple[str, Callable[[Path], str]], ...] = (
-        ("conformance", lambda d: conformance_markdown(load_results(d))),
+        ("conformance", conf),
         ("atlas", lambda d: atlas_markdown(d, link_prefix="atlas")),
-        ("findings", lambda d: findings_markdown(d, heading="##", link_prefix="findings/")))
+        ("findings", lambda d: findings_markdown(d, heading="##", link_prefix="findings/", live=live_invariance,
+                                                 here=describe(here, ["torch"]))))
     for name, render in renders:
         try:
-            sections.append(render(res / name))
+            got[name] = render(RESULTS / name)
         except Exception as e:  # noqa: BLE001  (a missing or old results folder is reported, not fatal)
-            sections.append(f"not available: {type(e).__name__}: {e}")
+            got[name] = f"not available: {type(e).__name__}: {e}"
     for name in ("findings", "atlas"):
-        for png in (res / name).rglob("*.png"):
-            dst = out / name / png.relative_to(res / name)
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(png, dst)
-    return sections[0], sections[1], sections[2]
+        for png in sorted((RESULTS / name).rglob("*.png")):
+            copy_beside(png, out, f"{name}/{png.relative_to(RESULTS / name).as_posix()}")
+    return got
 
 
-def _fmt(x: float) -> str:
-    if x != x:
-        return "nan"
-    if x == float("inf"):
-        return "inf"
-    if x == 0:
-        return "0"
-    if x >= 1000:
-        return f"{x:.3g}"
-    return f"{x:.3g}" if x < 10 else f"{x:.1f}"
+def live_invariance(errors: list[str]) -> dict[str, Any]:
+    """The invariance study measured here (reports.findings.live_invariance), with impl's result checked against
+    the committed study's: impl's bits are the same on every machine, so a difference is an error."""
+    from bendtorch.reports.findings import RESULTS as FINDINGS
+    from bendtorch.reports.findings import invariance_differences
+    from bendtorch.reports.findings import live_invariance as measure
+
+    try:
+        res = measure()
+    except Exception as e:  # noqa: BLE001 - reported in REPORT.md and as an error
+        errors.append(one_line(f"live batch-size groups: {type(e).__name__}: {e}"))
+        return {"status": f"failed: {type(e).__name__}: {e}"}
+    try:
+        committed = json.loads((FINDINGS / "invariance.json").read_text())
+    except (OSError, ValueError):
+        committed = {}
+    impl_diff = [d for d in invariance_differences(res, committed) if d.startswith("impl ")]
+    for d in impl_diff:
+        errors.append(one_line(f"impl's batch invariance differs from the committed study: {d}"))
+    return {"status": "ok", **res, "impl_differs": impl_diff}
 
 
 def run_ops(ops: list[Any], quick: bool, plots_dir: Path | None, quiet: bool) -> tuple[list[dict[str, Any]],
@@ -238,150 +359,17 @@ def run_ops(ops: list[Any], quick: bool, plots_dir: Path | None, quiet: bool) ->
     return rows, errors
 
 
-def markdown(rep: dict[str, Any]) -> str:
-    L: list[str] = []
-    L.append("# bendtorch reference report\n")
-    L.append(f"Command: `{rep['command']}`  ")
-    L.append(f"Mode: {rep['mode']}; {rep['seconds']:.1f} s; written {rep['written']}\n")
-    from bendtorch.records.machine import cpu_name, describe
-    L.append(f"Measured on: {describe(rep['machine'], ['torch', 'numpy', 'numba'])} (every figure about PyTorch "
-             "below is a fact of this machine; impl's are the same on every machine).\n")
-    n_ok = sum(r["pass"] for r in rep["rows"])
-    L.append(f"**{n_ok} of {len(rep['rows'])} rows pass.** Errors are ulps against the float64 oracle "
-             "(oracle/ulp.py): element-wise max / p99 / median over every value of every case; `norm` is the "
-             "normwise error max|x - exact| / ulp32(max|exact|) that each op's bound applies to "
-             "(reference/ops.py, which also gives each bound's reason). `= torch`: bit for bit equal to PyTorch "
-             "(required where marked !).\n")
-    L.append("| op | out | pass | impl max | impl p99 | impl median | impl norm | torch max | torch p99 "
-             "| torch median | torch norm | bound (norm / elem) | = torch | plot |")
-    L.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for r in rep["rows"]:
-        if "impl" not in r:
-            L.append(f"| {r['op']} | - | FAIL | | | | | | | | | | | {'; '.join(r['why'])} |")
-            continue
-        i, t = r["impl"], r["torch"]
-        b = f"{_fmt(r['bound_norm']) if r['bound_norm'] is not None else '-'} / " \
-            f"{_fmt(r['bound_elem']) if r['bound_elem'] is not None else '-'}"
-        eq = ("yes" if r["bit_equal_torch"] else f"no ({r['n_differ_torch']})") + (" !" if r["bitexact_required"]
-                                                                                   else "")
-        plot = f"[png]({r['plot']})" if r.get("plot") else ""
-        L.append(f"| {r['op']} | {r['output']} | {'pass' if r['pass'] else 'FAIL'} | {_fmt(i['max'])} | "
-                 f"{_fmt(i['p99'])} | {_fmt(i['median'])} | {_fmt(i['norm'])} | {_fmt(t['max'])} | "
-                 f"{_fmt(t['p99'])} | {_fmt(t['median'])} | {_fmt(t['norm'])} | {b} | {eq} | {plot} |")
-    fails = [r for r in rep["rows"] if not r["pass"]]
-    if fails:
-        L.append("\n## Failures\n")
-        for r in fails:
-            L.append(f"- {r['op']}.{r['output']}: {'; '.join(r['why'])}")
-    if rep["errors"]:
-        L.append("\n## Errors\n")
-        L += [f"- {e}" for e in rep["errors"]]
-    mo = rep.get("model")
-    L.append("\n## Small model: Linear(12->32), GELUErf, LayerNorm, Linear(32->10), CrossEntropy, AdamW\n")
-    if isinstance(mo, dict) and "steps" in mo:
-        L.append(f"{mo['steps']} steps, n = 16, from the same initial weights. Oracle loss {mo['oracle_loss_first']:.6f}"
-                 f" -> {mo['oracle_loss_last']:.6f}.\n")
-        L.append("| library | final loss | max relative loss distance to the oracle | final params: normwise ulp "
-                 "| median ulp |")
-        L.append("| --- | --- | --- | --- | --- |")
-        for lib in ("impl", "torch"):
-            L.append(f"| {lib} | {mo[f'{lib}_loss_last']:.7f} | {mo[f'{lib}_loss_rel_max']:.2e} | "
-                     f"{mo[f'{lib}_param_norm_ulp']:.2f} | {mo[f'{lib}_param_median_ulp']:.2f} |")
-    else:
-        L.append(f"not run: {mo}")
-    L.append("\n## Optimizers over 100 steps (impl vs torch.optim vs oracle)\n")
-    if rep.get("optimizer_study"):
-        L.append("See docs/optimizers.md for the causes. `python -m bendtorch.reference.optim_study` prints this table.\n")
-        L.append(rep["optimizer_study"])
-    else:
-        L.append("not run (--quick)")
-    L.append("\n## erf sweep (sample mode)\n")
-    e = rep["erf"]
-    if e.get("status") == "ok":
-        L.append(f"{e['mode']}: max {e['max_ulp']} ulp (at {e['max_ulp_at']}), correctly rounded "
-                 f"{100 * e['correctly_rounded_fraction']:.3f}%, within one ulp step "
-                 f"{100 * e['within_one_ulp_fraction']:.4f}%, NaN in NaN out {e['nan_in_nan_out']}, odd "
-                 f"{e['odd_symmetric']}. Full figures: `{e['json']}`.")
-        if e.get("seed_claims"):
-            L.append("\nThe seed's claims: " + "; ".join(
-                f"{k}: {'holds' if v.get('holds', v.get('holds_to_0.1_percent')) else 'does not hold'}"
-                for k, v in e["seed_claims"].items()))
-    else:
-        L.append(f"{e.get('status')}")
-    f = rep.get("erf_full", {})
-    L.append("\n## erf sweep: all 2^32 float32 inputs\n")
-    if f.get("status") == "ok":
-        made = ", ".join(f"`{r.get('command')}` ({r.get('seconds') or 0:.0f} s)" for r in f["runs"])
-        L.append(f"From `{f['json']}`, made by {made} on "
-                 f"{describe(f['machine'], ['torch'])}. "
-                 f"{f['inputs']:,} inputs, {f['finite_inputs']:,} finite. Hard cases decided by mpmath: "
-                 f"{f['hard_cases'].get('count')} {f['hard_cases'].get('counted_over', '')} (the float64 rounding "
-                 f"was wrong on {f['hard_cases'].get('float64_rounding_was_wrong')}).\n")
-        L.append("| the seed's claim (main.bend lines 1118-1120) | measured | verdict |")
-        L.append("| --- | --- | --- |")
-        for c in f["claims"]:
-            L.append(f"| {c['claim']} | {c['measured']} | {'confirmed' if c['confirmed'] else 'REFUTED'} |")
-        comp = f.get("comparisons") or {}
-        if comp:
-            L.append("\n| function | max ulp | correctly rounded | within one step | measured on |")
-            L.append("| --- | --- | --- | --- | --- |")
-            L.append(f"| impl (the seed's erf) | {f['max_ulp']:.7g} | {100 * f['correctly_rounded_fraction']:.3f}% | "
-                     f"{100 * f['within_one_ulp_fraction']:.4f}% | any machine (impl's bits) |")
-            names = {"torch": "torch.erf", "torch_gelu_erf_aten": "the erf inside PyTorch's GELU (ATen vector path)",
-                     "clib": "the C library's erff"}
-            for name, c in comp.items():
-                name = names.get(name.partition("@")[0], name)
-                if isinstance(c, dict) and "max_ulp" in c:
-                    L.append(f"| {name} | {c['max_ulp']:.7g} | {100 * c.get('correctly_rounded_fraction', 0):.3f}% | "
-                             f"{100 * c.get('within_one_ulp_fraction', 0):.4f}% | {cpu_name(c.get('machine'))} |")
-        L.append("")
-        L += [f"![{Path(p).stem}]({p})" for p in f["plots"]]
-    else:
-        L.append(str(f.get("status")))
-    d = rep.get("drift")
-    L.append("\n## Training drift: tiny Llama, AdamW, impl and PyTorch float32 against the float64 oracle\n")
-    if isinstance(d, dict) and "impl" in d:
-        L.append(f"`reference.llama_drift.drift_over_seeds(seeds={d['seeds']}, steps={d['steps']})`: batch "
-                 f"{d['batch']} x 16 from the shipped corpus, lr {d['lr']:g}, betas {d['betas']}, wd {d['wd']}; after "
-                 "each step ||p32 - p64|| / ||p64||, median (min to max) over the seeds.\n")
-        L.append("| step | impl | PyTorch | impl / PyTorch |")
-        L.append("| ---: | ---: | ---: | ---: |")
-        for k, t in d["table"].items():
-            a, b, q = t["impl"], t["torch"], t["ratio"]
-            L.append(f"| {k} | {a['median']:.3e} ({a['min']:.2e} to {a['max']:.2e}) | {b['median']:.3e} "
-                     f"({b['min']:.2e} to {b['max']:.2e}) | {q['median']:.2f} ({q['min']:.2f} to {q['max']:.2f}) |")
-        if d.get("plot"):
-            L.append(f"\n![drift]({d['plot']})")
-    else:
-        L.append(f"not run: {d}")
-    lw = rep.get("laws")
-    L.append("\n## Laws (z3 proofs and hypothesis, ci profile)\n")
-    if isinstance(lw, dict) and lw.get("status") == "ok":
-        other = {k: sum(r["result"] == k for r in lw["rows"]) for k in ("not applicable", "not run")}
-        L.append(f"`{lw['command']}`: {sum(r['result'] == 'passed' for r in lw['rows'])} of {len(lw['rows'])} "
-                 f"laws hold" + "".join(f", {v} {k}" for k, v in other.items() if v) +
-                 f" ({lw['seconds']:.0f} s).\n")
-        L.append("| family | law | holds | known | examples | result | time (s) |")
-        L.append("| --- | --- | --- | --- | ---: | --- | ---: |")
-        for r in lw["rows"]:
-            L.append(f"| {r['family']} | {r['law']} | {r['holds']} | {r.get('known', '')} | {r['examples']} | "
-                     f"{r['result']} | {r['seconds']:.2f} |")
-    else:
-        L.append(f"not run: {lw.get('status') if isinstance(lw, dict) else lw}")
-    L.append("\n## Conformance: the laws held against impl, PyTorch and JAX\n")
-    L.append(rep.get("conformance") or "not available")
-    L.append("\n" + (rep.get("atlas") or "## The float32 function atlas\n\nnot available"))
-    L.append("\n# Findings (committed results, reports/results/findings/)\n")
-    L.append(rep.get("findings") or "not available")
-    return "\n".join(L) + "\n"
-
-
-def report(out: Path = DEFAULT_OUT, quick: bool = False, erf_sample_n: int | None = None, plots: bool = True,
+def report(out: Path, quick: bool = False, erf_sample_n: int | None = None, plots: bool = True,
            only: list[str] | None = None, quiet: bool = False, drift: bool = True, laws: bool = True,
-           erf_full_json: Path | None = None, command: str = "bendtorch report") -> dict[str, Any]:
-    """Run the comparisons and write out/report.json (SCHEMA_VERSION, records/schemas/report.schema.json) and
-    out/REPORT.md. only: op names from reference.ops.OPS (an unknown name is a ValueError, before any work).
-    erf_sample_n: the erf sweep's sample size (default 20000, 2000 when quick; 0 skips it). Returns the report."""
+           erf_full_json: Path | None = None, command: str = "bendtorch report", live: bool = True,
+           shown_out: Path | None = None) -> dict[str, Any]:
+    """Run the comparisons and write out/report.json (SCHEMA_VERSION, records/schemas/report.schema.json),
+    out/REPORT.md and every file it links into out (made absolute here: the laws' subprocess runs elsewhere).
+    only: op names from reference.ops.OPS (an unknown name is a ValueError, before any work; only also skips the
+    model-wide sections). erf_sample_n: the erf sweep's sample size (default 20000, 2000 when quick; 0 skips it).
+    live: measure PyTorch's batch-size groups and its conformance column here. shown_out: the folder as the user
+    named it, for the commands written into the report. Returns the report; rep["errors"] holds one line per
+    error."""
     import numpy as np
 
     from bendtorch.reference.ops import OPS
@@ -392,6 +380,8 @@ def report(out: Path = DEFAULT_OUT, quick: bool = False, erf_sample_n: int | Non
             raise ValueError(f"no op named {', '.join(map(repr, unknown))}; the names are: "
                              f"{', '.join(o.name for o in OPS)}")
     t0 = time.perf_counter()
+    shown_as = str(shown_out if shown_out is not None else out)
+    out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     plots_dir = out / "plots" if plots else None
     if plots_dir is not None:
@@ -400,6 +390,7 @@ def report(out: Path = DEFAULT_OUT, quick: bool = False, erf_sample_n: int | Non
     from bendtorch.records.machine import machine
     mach = machine(["torch", "mpmath", "matplotlib"])
     rows, errors = run_ops(ops, quick, plots_dir, quiet)
+    errors = [one_line(e) for e in errors]
 
     model: Any
     try:
@@ -408,7 +399,7 @@ def report(out: Path = DEFAULT_OUT, quick: bool = False, erf_sample_n: int | Non
         model = {k: (float(v) if isinstance(v, (np.floating, float)) else v) for k, v in model.items()}
     except Exception as e:  # noqa: BLE001
         model = f"{type(e).__name__}: {e}"
-        errors.append(f"model: {model}")
+        errors.append(one_line(f"model: {model}"))
     study_md = ""
     study_json: list[dict[str, Any]] = []
     if not quick and not only:
@@ -418,35 +409,43 @@ def report(out: Path = DEFAULT_OUT, quick: bool = False, erf_sample_n: int | Non
             study_md = table(res)
             study_json = [r.summary() for r in res]
         except Exception as e:  # noqa: BLE001
-            errors.append(f"optimizer study: {type(e).__name__}: {e}")
+            errors.append(one_line(f"optimizer study: {type(e).__name__}: {e}"))
     n_erf = erf_sample_n if erf_sample_n is not None else (2000 if quick else 20000)
-    erf = erf_sample(out, n_erf)
+    erf = erf_sample(out, n_erf, shown_as)
+    if erf["status"] != "ok" and n_erf > 0:
+        errors.append(one_line(f"erf sample: {erf['status']}"))
     full = erf_full(erf_full_json if erf_full_json is not None else FULL_SWEEP, out)
-    drift_res: Any = "skipped (--no-drift)"
+    drift_res: Any = "skipped (--no-drift)" if not drift else "skipped (--only)"
     if drift and not only:
         try:
             drift_res = drift_run(out, 20 if quick else 100, 2 if quick else 8, plots_dir is not None)
         except Exception as e:  # noqa: BLE001
             drift_res = f"{type(e).__name__}: {e}"
-            errors.append(f"drift: {drift_res}")
-    law_res: Any = {"status": "skipped (--no-laws)"}
+            errors.append(one_line(f"drift: {drift_res}"))
+    law_res: dict[str, Any] = {"status": "skipped (--no-laws)" if not laws else "skipped (--only)"}
     if laws and not only:
-        law_res = law_table(out)
-        if law_res.get("status") != "ok" or not law_res.get("all_pass"):
-            errors.append(f"laws: {law_res.get('status')}, all pass: {law_res.get('all_pass')}")
-
-    conformance, atlas, findings = committed_sections(out)
+        law_res = law_run(out)
+        errors += law_errors(law_res)
+    live_res: dict[str, Any] = {"status": "skipped (--no-live)" if not live else "skipped (--only)"}
+    if live and not only:
+        torch_laws = law_run(out, "torch")
+        errors += law_errors(torch_laws)
+        live_res = {"status": "ok", "conformance_torch": torch_laws, "invariance": live_invariance(errors)}
+    sections = committed_sections(out, live_res.get("conformance_torch"), live_res.get("invariance"), mach)
+    if live_res["status"] == "ok":
+        live_res["conformance_compared"] = sections["conformance_compared"]
     draft = {"schema_version": SCHEMA_VERSION, "command": command, "mode": "quick" if quick else "full",
-           "written": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": mach,
-           "seconds": time.perf_counter() - t0, "rows": rows, "errors": errors, "model": model,
-           "optimizer_study": study_md, "optimizer_study_rows": study_json, "erf": erf, "erf_full": full,
-           "drift": drift_res, "laws": law_res, "conformance": conformance, "atlas": atlas, "findings": findings,
-           "all_pass": bool(rows) and all(r["pass"] for r in rows) and not errors}
+             "written": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": mach,
+             "seconds": time.perf_counter() - t0, "rows": rows, "errors": errors, "model": model,
+             "optimizer_study": study_md, "optimizer_study_rows": study_json, "erf": erf, "erf_full": full,
+             "drift": drift_res, "laws": law_res, "live": live_res, "conformance": sections["conformance"],
+             "atlas": sections["atlas"], "findings": sections["findings"],
+             "all_pass": bool(rows) and all(r["pass"] for r in rows) and not errors}
     from bendtorch.records.durable import as_json, write_json, write_text
+    from bendtorch.reports.report_markdown import headline, markdown
     rep: dict[str, Any] = as_json(draft)  # as written, as the schema sees it
     write_json(out / "report.json", rep)
     write_text(out / "REPORT.md", markdown(rep))
-    n_ok = sum(r["pass"] for r in rows)
-    print(f"{n_ok} of {len(rows)} rows pass; {len(errors)} errors; {rep['seconds']:.1f} s -> "
-          f"{out / 'REPORT.md'}, {out / 'report.json'}")
+    print(f"{headline(rep)}; {rep['seconds']:.1f} s -> {Path(shown_as) / 'REPORT.md'}, "
+          f"{Path(shown_as) / 'report.json'}")
     return rep

@@ -1,11 +1,16 @@
 """The command line is thin: `bendtorch --help`, every `bendtorch COMMAND --help` and every `bendtorch study NAME
 --help` load neither numba nor torch (nor numpy, nor any library module), each command module imports only
 bendtorch.commands.args and a few standard modules at its top, the lists a command module repeats for its --help
-agree with the library's, and a mistake is one line on stderr with exit code 2."""
+agree with the library's, and a mistake is one line on stderr with exit code 2: in the arguments, and in the outputs
+the report and the bench are told to write (a file where a folder belongs, a folder that cannot be written, a name
+that is not UTF-8, a link in place of a file), found before any work. `--version` and `python -m bendtorch` work;
+the report's default folder is records.paths'; the bench's JSON validates against its schema."""
 
 from __future__ import annotations
 
 import ast
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -75,7 +80,8 @@ def test_every_command_has_a_module_with_add_arguments_and_run() -> None:
 def test_lists_repeated_for_help_agree_with_the_library() -> None:
     from bendtorch.commands import sweep as sweep_cmd
     from bendtorch.commands import train as train_cmd
-    from bendtorch.reports import sweep, training
+    from bendtorch.reports import sweep
+    from bendtorch.training import options as training
     assert train_cmd.OPTS == training.OPTS and train_cmd.MAX_LAYERS == training.MAX_LAYERS
     assert sweep_cmd.FULL_HI == sweep.FULL_HI and sweep_cmd.FUNCTIONS == tuple(sweep.ENTRIES)
 
@@ -91,3 +97,94 @@ def test_a_usage_error_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]
     assert capsys.readouterr().err.count("\n") == 1
     assert cli.main(["--help"]) == 0
     assert "train" in capsys.readouterr().out
+
+
+# ---- the commands' outputs: a user's mistake about them is one line and exit code 2, before any work --------------
+
+def _bad_name(folder: Path) -> str:
+    """A path under folder whose name is not valid UTF-8 (Linux allows any bytes but / and NUL)."""
+    return os.fsdecode(os.fsencode(folder) + b"/out-\xff")
+
+
+def test_report_and_bench_refuse_a_bad_output_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    victim = tmp_path / "victim.md"
+    victim.write_text("keep me")
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "REPORT.md").symlink_to(victim)
+    (tmp_path / "b.json").symlink_to(victim)
+    cases = [
+        (["report", "--out", str(a_file)], "exists and is not a directory"),
+        (["report", "--out", "/proc/bendtorch-none/report"], "not writable"),
+        (["report", "--out", _bad_name(tmp_path)], "is not valid UTF-8"),
+        (["report", "--only", "bogus"], "no op named 'bogus'"),
+        (["report", "--erf-full", str(tmp_path)], "no such file"),
+        (["report", "--erf-full", _bad_name(tmp_path)], "is not valid UTF-8"),
+        (["report", "--out", str(linked), "--quick"], "REPORT.md: is a symbolic link"),
+        (["report", "--quick", "--erf-sample", "-1"], "argument --erf-sample"),
+        (["bench", "--json", str(tmp_path)], "is a directory"),
+        (["bench", "--json", str(tmp_path / "none" / "b.json")], "does not exist"),
+        (["bench", "--json", _bad_name(tmp_path)], "is not valid UTF-8"),
+        (["bench", "--json", str(tmp_path / "b.json")], "is a symbolic link"),
+        (["bench", "--repeats", "2"], "argument --repeats"),
+        (["bench", "--models", "huge"], "argument --models"),
+    ]
+    for argv, want in cases:
+        code = cli.main(argv)
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and want in err and "Traceback" not in err, (argv, err)
+    assert victim.read_text() == "keep me" and sorted(os.listdir(tmp_path)) == ["a-file", "b.json", "linked",
+                                                                                 "victim.md"]
+    assert sorted(os.listdir(linked)) == ["REPORT.md"]  # refused before any work
+
+
+def test_the_report_writes_under_the_default_folder_or_the_one_named(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from bendtorch.reports import report as R
+
+    seen: list[tuple[Path, Path]] = []
+
+    def fake(out: Path, *a: object, **k: object) -> dict[str, object]:
+        shown = k["shown_out"]
+        assert isinstance(shown, Path)
+        seen.append((out, shown))
+        return {"all_pass": True, "errors": []}
+    monkeypatch.setattr(R, "report", fake)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BENDTORCH_OUT", raising=False)
+    assert cli.main(["report"]) == 0
+    monkeypatch.setenv("BENDTORCH_OUT", "elsewhere")
+    assert cli.main(["report", "--quick"]) == 0
+    assert cli.main(["report", "--out", "mine/rep"]) == 0
+    # the work gets an absolute folder (its laws run in a subprocess with another working directory); the
+    # messages name the folder as the user gave it
+    assert seen == [(tmp_path / "bendtorch-out" / "report", Path("bendtorch-out/report")),
+                    (tmp_path / "elsewhere" / "report", Path("elsewhere/report")),
+                    (tmp_path / "mine" / "rep", Path("mine/rep"))]
+
+
+def test_version_and_python_m_bendtorch(tmp_path: Path) -> None:
+    from bendtorch import __version__
+
+    r = subprocess.run([sys.executable, "-m", "bendtorch", "--version"], cwd=tmp_path, capture_output=True,
+                       text=True, check=True)
+    assert r.stdout.strip() == f"bendtorch {__version__}" and __version__ != "0+unknown"
+    r = subprocess.run([sys.executable, "-m", "bendtorch", "--help"], cwd=tmp_path, capture_output=True, text=True,
+                       check=True)
+    assert all(c in r.stdout for c in cli.COMMANDS) and r.stdout.startswith("usage: bendtorch")
+    r = subprocess.run([sys.executable, "-m", "bendtorch", "report", "--out", "/proc/bendtorch-none"], cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+
+
+def test_the_bench_json_validates_against_its_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bendtorch.records.schemas import validate
+
+    p = tmp_path / "bench.json"
+    assert cli.main(["bench", "--models", "tiny", "--repeats", "5", "--no-startup", "--json", str(p)]) == 0
+    doc = json.loads(p.read_text())
+    validate(doc, "bench")
+    assert [r["model"] for r in doc["results"]] == ["tiny"] and doc["machine"]["cpu"]["model"]
+    assert f"wrote {p}" in capsys.readouterr().out

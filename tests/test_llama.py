@@ -1,5 +1,6 @@
-"""impl.llama's builder and `bendtorch train` (bendtorch/commands/train.py, reports/training.py): the model's structure and parameter count,
-determinism, and a short training run that lowers the loss; bad flags fail before any work."""
+"""impl.llama's builder and `bendtorch train` (bendtorch/commands/train.py, bendtorch.training): the model's structure
+and parameter count (and training.memory's count from the configuration alone), determinism, and a short training run
+that lowers the loss; bad flags fail before any work."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ import pytest
 from bendtorch import impl
 from bendtorch.cli import main
 from bendtorch.commands import train as train_cmd
-from bendtorch.reports.training import optimizer_config
 from bendtorch.impl import llama
 from bendtorch.impl.specs import ShapeError
+from bendtorch.training.memory import param_count
+from bendtorch.training.options import optimizer_config
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -34,6 +36,9 @@ def test_tiny_structure() -> None:
     assert m.layer.count() == 256 * 32 + 2 * per_layer + 32 == sum(v.size for v in w.values())
     assert len(w) == 1 + 2 * 9 + 1
     assert w["model.layers.1.self_attn.k_proj.weight"].shape == (16, 32)
+    assert param_count(cfg) == m.layer.count()
+    smol = llama.config("smol", layers=3)
+    assert param_count(smol) == llama.build(impl, smol, 1).layer.count()
     with pytest.raises(ShapeError):
         m.layer.fwd(m.init(0), np.zeros(3 * 16, dtype=np.int64))  # built for 2 sequences of 16
 
@@ -75,6 +80,7 @@ def test_adam_constants_are_the_decimals_meant() -> None:
 def test_train_tiny_lowers_loss(tmp_path: pathlib.Path) -> None:
     assert train_cmd.run(_args("--steps", "40", "--no-bar", "--out", str(tmp_path))) == 0
     s = json.loads((tmp_path / "summary.json").read_text())
-    assert len(s["losses"]) == 40 and s["tokens_per_step"] == 64
+    assert len(s["losses"]) == 40 and s["tokens_per_step"] == 64 and s["steps_run"] == 40
+    assert s["mean_loss_last_steps"] == 10 and s["mean_loss_last"] == pytest.approx(np.mean(s["losses"][-10:]))
     assert np.mean(s["losses"][-5:]) < s["losses"][0] - 1.0  # from log(256) = 5.55 to below 4.5 in 40 steps
     assert (tmp_path / "loss.png").stat().st_size > 1000

@@ -43,8 +43,30 @@ def float_in(lo: float, hi: float, lo_open: bool = False) -> Callable[[str], flo
     return parse
 
 
+def utf8_path(path: Path, what: str) -> Path:
+    """path itself, or a UsageError when its name is not valid UTF-8 (bytes the file system allows but the reports,
+    JSON documents and messages that name the path cannot hold)."""
+    try:
+        os.fspath(path).encode("utf-8")
+    except UnicodeEncodeError:
+        shown = ascii(os.fsencode(path))[2:-1]
+        raise UsageError(f"{what} {shown}: the path is not valid UTF-8; choose a UTF-8 name") from None
+    return path
+
+
+def default_out(path: Path | None, command: str) -> Path:
+    """The --out given, or the command's default output folder (records.paths.output_dir: bendtorch-out/COMMAND,
+    or $BENDTORCH_OUT/COMMAND)."""
+    if path is not None:
+        return path
+    from bendtorch.records.paths import output_dir
+
+    return output_dir(command)
+
+
 def writable_dir(path: Path, what: str = "--out") -> Path:
     """Create path (and its parents) if missing and probe that a file can be written there; UsageError otherwise."""
+    utf8_path(path, what)
     if os.path.exists(path) and not os.path.isdir(path):
         raise UsageError(f"{what} {path}: exists and is not a directory")
     try:
@@ -59,9 +81,12 @@ def writable_dir(path: Path, what: str = "--out") -> Path:
 
 def json_target(path: Path, what: str = "--json") -> Path:
     """A JSON file to be written: its directory must exist and be writable; UsageError otherwise."""
+    utf8_path(path, what)
     parent = path.parent if str(path.parent) else Path(".")
     if os.path.isdir(path):
         raise UsageError(f"{what} {path}: is a directory, not a file")
+    if os.path.islink(path):
+        raise UsageError(f"{what} {path}: is a symbolic link; refusing to write through it")
     if not os.path.isdir(parent):
         raise UsageError(f"{what} {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK):
@@ -72,6 +97,7 @@ def json_target(path: Path, what: str = "--json") -> Path:
 def will_be_writable(path: Path, what: str = "--out") -> Path:
     """writable_dir without creating anything: path is a writable directory, or the nearest part of it that exists
     is one (probed with a file written and removed there); UsageError otherwise."""
+    utf8_path(path, what)
     base = path
     while not os.path.exists(base) and base != base.parent:  # os.path: False, not an error, where access is denied
         base = base.parent

@@ -1,21 +1,29 @@
 """`bendtorch report`: every reference comparison (impl, PyTorch float32, the float64 oracle), the small model, the
-optimizer study, the erf sweep's sample, the training drift and the law table, written as report.json (with a
-schema version; report.schema.json describes it) and REPORT.md (bendtorch.reports.report does the work).
+optimizer study, the erf sweep's sample, the training drift, the law table, the machine-dependent facts measured
+again on this machine (PyTorch's batch-size groups, the conformance table's torch column) beside the committed
+ones, written as report.json (with a schema version; report.schema.json describes it) and REPORT.md, with every
+file REPORT.md links beside it (bendtorch.reports.report does the work).
 
     bendtorch report [--out DIR] [--quick] [--erf-sample N] [--no-plots] [--only NAME ...]
+
+The default --out is bendtorch-out/report ($BENDTORCH_OUT/report when that is set); a relative --out is relative
+to the current directory. Exit code 0 when every row passes and nothing erred, 1 otherwise (each error is also one
+line on stderr), 2 for a mistake in the arguments.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 
-from bendtorch.commands.args import UsageError, int_in, writable_dir
-
+from bendtorch.commands.args import UsageError, default_out, int_in, utf8_path, writable_dir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=Path("reports/out"), help="output directory (default reports/out/)")
+    parser.add_argument("--out", type=Path, default=None, metavar="DIR",
+                        help="output directory (default bendtorch-out/report, or $BENDTORCH_OUT/report)")
     parser.add_argument("--quick", action="store_true",
                         help="one shape and one seed per op, a short model run, no 100-step optimizer study")
     parser.add_argument("--erf-sample", type=int_in(0, 1 << 31), default=None, metavar="N",
@@ -23,10 +31,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "0 skips it)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--only", action="append", default=None, metavar="NAME",
-                        help="only this op (repeatable; names as in the table; an unknown name is an error)")
+                        help="only this op (repeatable; names as in the table; an unknown name is an error); "
+                             "skips the model-wide sections")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--no-drift", action="store_true", help="skip the tiny Llama's 100-step drift run")
     parser.add_argument("--no-laws", action="store_true", help="skip the law table (the laws' ci profile)")
+    parser.add_argument("--no-live", action="store_true",
+                        help="skip measuring PyTorch's machine-dependent facts again here (its batch-size groups "
+                             "and its conformance column); the committed figures are still shown, with their "
+                             "machine")
     parser.add_argument("--erf-full", type=Path, default=None, metavar="JSON",
                         help="the full erf sweep's results to include when present (default: the committed "
                              "reports/results/atlas/erf/sweep_full.json, from `bendtorch sweep erf`)")
@@ -35,20 +48,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _command(a: argparse.Namespace) -> str:
     """The command line that reproduces this report."""
     parts = ["bendtorch report"]
-    if a.out != Path("reports/out"):
+    if a.out is not None:
         parts += ["--out", str(a.out)]
     parts += ["--quick"] * a.quick + ["--no-plots"] * a.no_plots + ["--no-drift"] * a.no_drift + \
-        ["--no-laws"] * a.no_laws
+        ["--no-laws"] * a.no_laws + ["--no-live"] * a.no_live
     if a.erf_sample is not None:
         parts += ["--erf-sample", str(a.erf_sample)]
+    if a.erf_full is not None:
+        parts += ["--erf-full", str(a.erf_full)]
     for o in a.only or []:
         parts += ["--only", o]
     return " ".join(parts)
 
 
 def run(a: argparse.Namespace) -> int:
-    if a.erf_full is not None and not a.erf_full.is_file():
-        raise UsageError(f"--erf-full {a.erf_full}: no such file")
+    if a.erf_full is not None:
+        utf8_path(a.erf_full, "--erf-full")
+        if not os.path.isfile(a.erf_full):
+            raise UsageError(f"--erf-full {a.erf_full}: no such file")
     if a.only:
         from bendtorch.reference.ops import OPS
 
@@ -56,9 +73,15 @@ def run(a: argparse.Namespace) -> int:
         unknown = [n for n in a.only if n not in names]
         if unknown:
             raise UsageError(f"--only: no op named {', '.join(map(repr, unknown))} (the names: {', '.join(names)})")
-    writable_dir(a.out)
-    from bendtorch.reports.report import report
+    out = writable_dir(default_out(a.out, "report"), "--out" if a.out is not None else "the output folder")
+    from bendtorch.records.durable import refuse_links
+    from bendtorch.reports.report import OUTPUTS, report
 
-    rep = report(a.out, a.quick, a.erf_sample, not a.no_plots, a.only, a.quiet, not a.no_drift, not a.no_laws,
-                 a.erf_full, _command(a))
+    refuse_links(out, OUTPUTS)  # a link where an output goes: one line and exit code 2 (the command line's rule)
+    # absolute from here on: the laws run in a subprocess whose working directory is not this one
+    rep = report(out.resolve(), a.quick, a.erf_sample, not a.no_plots, a.only, a.quiet, not a.no_drift,
+                 not a.no_laws, a.erf_full.resolve() if a.erf_full is not None else None, _command(a),
+                 live=not a.no_live, shown_out=out)
+    for e in rep["errors"]:  # each error also in REPORT.md's Errors section
+        print(f"bendtorch report: error: {e}", file=sys.stderr)
     return 0 if rep["all_pass"] else 1

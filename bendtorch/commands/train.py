@@ -1,21 +1,24 @@
 """`bendtorch train`: train the `tiny` or `smol` Llama (impl.llama) with impl's float32 library and any optimizer.
 
-    bendtorch train --model tiny --steps 200 --opt adamw --lr 3e-3 --out runs/tiny
+    bendtorch train --model tiny --steps 200 --opt adamw --lr 3e-3 --out bendtorch-out/tiny
 
 Every flag, the data and the output folder are checked before any work starts (a mistake is one line on stderr,
-exit code 2); a NaN or infinite loss stops the run with exit code 1, its last checkpoint kept. The work is
-bendtorch.reports.training's."""
+exit code 2): the paths (a regular file for --data, a checkpoint folder for --resume, no link or file of another type
+where an output goes), the memory the run will take, the data a checkpoint was trained on. A NaN or infinite loss
+stops the run with exit code 1, its last checkpoint kept; so does a failure while writing, with its reason. The work
+is bendtorch.training's."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
-from bendtorch.commands.args import UsageError, float_in, int_in, will_be_writable, writable_dir
+from bendtorch.commands.args import UsageError, default_out, float_in, int_in, will_be_writable, writable_dir
 
 OPTS = ("sgd", "momentum", "adam", "adamw", "adamw-bf16")  # bendtorch.impl.train.OPTS (a test checks they agree)
-MAX_LAYERS = 64  # bendtorch.reports.training.MAX_LAYERS
+MAX_LAYERS = 64  # bendtorch.training.options.MAX_LAYERS
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -40,7 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seed of the weights and of the batches, >= 0 (default 0)")
     p.add_argument("--data", type=Path, default=None,
                    help="text file for tiny, its bytes the tokens (default: the shipped corpus)")
-    p.add_argument("--out", type=Path, default=Path("runs/train"), help="output directory (default runs/train)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="output directory (default bendtorch-out/train, or $BENDTORCH_OUT/train)")
     p.add_argument("--v16", action="store_true", help="adamw-bf16: pack the second moment as BF16 too")
     p.add_argument("--checkpoint-every", type=int_in(0), default=0, metavar="K",
                    help="save a verified checkpoint every K steps to OUT/ckpt_step<k>/ (state.bin in the seed's "
@@ -55,21 +59,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(a: argparse.Namespace) -> int:
     b1, b2 = a.betas if a.betas is not None else (a.b1, a.b2)
+    a.out = default_out(a.out, "train")
     if a.v16 and a.opt != "adamw-bf16":
         raise UsageError("--v16 applies to --opt adamw-bf16 only")
-    if a.data is not None and not a.data.is_file():
-        raise UsageError(f"--data {a.data}: no such file")
-    if a.resume is not None and not a.resume.exists():
-        raise UsageError(f"--resume {a.resume}: no checkpoint there")
+    from bendtorch.records.durable import OutputError
+    from bendtorch.records.files import check_regular, shown
+
+    if a.data is not None:
+        check_regular(a.data, "--data ", error=UsageError)
+    if a.resume is not None and not os.path.lexists(a.resume):
+        raise UsageError(f"--resume {shown(a.resume)}: no checkpoint there")
     will_be_writable(a.out)
-    from bendtorch.reports.training import NonFiniteLoss, TrainError, TrainOptions, prepare, train
+    from bendtorch.training.options import NonFiniteLoss, TrainError, TrainOptions
+    from bendtorch.training.run import prepare, train
 
     opts = TrainOptions(out=a.out, model=a.model, layers=a.layers, opt=a.opt, lr=a.lr, b1=b1, b2=b2, eps=a.eps,
                         wd=a.wd, mu=a.mu, v16=a.v16, steps=a.steps, batch=a.batch, seed=a.seed, data=a.data,
                         checkpoint_every=a.checkpoint_every, resume=a.resume, progress=not a.no_bar,
                         allow_nonfinite=a.allow_nonfinite)
+    prepared = None
     try:
         prepared = prepare(opts)
+        for w in prepared.warnings:
+            print(f"bendtorch train: warning: {w}", file=sys.stderr)
         writable_dir(a.out)
         summary = train(prepared)
     except TrainError as e:
@@ -77,15 +89,25 @@ def run(a: argparse.Namespace) -> int:
     except NonFiniteLoss as e:
         print(f"bendtorch train: error: {e}", file=sys.stderr)
         return 1
+    except OutputError as e:  # a link or a file of another type took an output's name during the run
+        print(f"bendtorch train: error: {e}", file=sys.stderr)
+        return 1
+    except MemoryError:  # past the estimate: the machine's memory went to something else meanwhile
+        est = prepared.memory.get("estimate_bytes", 0) if prepared is not None else 0
+        print(f"bendtorch train: error: out of memory during the run (estimated {est >> 20} MiB)", file=sys.stderr)
+        return 1
     except OSError as e:  # the disk filled or the folder went away mid-run: the file and the reason, no traceback
-        print(f"bendtorch train: error: {e.filename or a.out}: {e.strerror or e}", file=sys.stderr)
+        print(f"bendtorch train: error: {shown(e.filename or a.out)}: {e.strerror or e}", file=sys.stderr)
         return 1
     losses = summary["losses"]
+    assert prepared is not None
     if not losses:
         print(f"bendtorch train: nothing to do: the checkpoint is at step {prepared.start}, --steps is {a.steps}",
               file=sys.stderr)
         return 0
-    print(f"{a.model}: loss {losses[0]:.4f} -> {losses[-1]:.4f} (mean of last 10: {summary['mean_loss_last_10']:.4f})"
-          f" in {len(losses)} steps, {summary['seconds']:.1f} s, {summary['tokens_per_s']:,.0f} tokens/s; wrote "
-          f"{a.out}/summary.json and {a.out}/loss.png")
+    out = shown(a.out)
+    print(f"{a.model}: loss {losses[0]:.4f} -> {losses[-1]:.4f} (mean of the last {summary['mean_loss_last_steps']}:"
+          f" {summary['mean_loss_last']:.4f}) in steps {summary['first_step']}-{summary['last_step']}, "
+          f"{summary['seconds']:.1f} s, {summary['tokens_per_s']:,.0f} tokens/s over {summary['timed_steps']} timed "
+          f"step(s); wrote {out}/summary.json and {out}/loss.png")
     return 0

@@ -24,7 +24,8 @@ from bendtorch.reports.sweep.keys import chunk_key
 from bendtorch.reports.sweep.libraries import LibraryError, check_provides, is_local
 from bendtorch.reports.sweep.libraries import library as find_library
 from bendtorch.reports.sweep.legacy import upgrade
-from bendtorch.reports.sweep.patterns import FULL_HI, TASK_BYTES, available_memory, sample_bytes, sample_patterns
+from bendtorch.records.files import available_memory
+from bendtorch.reports.sweep.patterns import FULL_HI, TASK_BYTES, sample_bytes, sample_patterns
 
 LibArg = str | SweepLibrary | Callable[[Any], Any]
 
@@ -68,11 +69,11 @@ def libraries_for(fn: SweepFunction, libs: Sequence[LibArg] | None) -> list[Swee
 def check_memory(sample: int | None, chunk: int, workers: int) -> None:
     """SweepError before any allocation when the request cannot fit in the memory this process can have."""
     need = sample_bytes(sample, workers) if sample is not None else TASK_BYTES * chunk * max(1, workers)
-    have = available_memory()
+    have, limit = available_memory()
     if need > have:
         what = f"--sample {sample}" if sample is not None else f"--chunk {chunk} on {workers} workers"
         raise SweepError(f"{what}: needs about {need / 2**30:.1f} GiB (about {need // max(1, 2 * (sample or chunk))} "
-                         f"bytes an input), and {have / 2**30:.1f} GiB is available")
+                         f"bytes an input), and {have / 2**30:.1f} GiB is available ({limit})")
 
 
 def _old_json(path: Path, mode: str) -> dict[str, Any] | None:
@@ -91,7 +92,7 @@ def _old_json(path: Path, mode: str) -> dict[str, Any] | None:
 def sweep(function: str | SweepFunction, libs: Sequence[LibArg] | None, out: Path | None, sample: int | None = None,
           lo: int = 0, hi: int = FULL_HI, chunk: int = 1 << 21, workers: int = 0, dask: str | None = None,
           fresh: bool = False, plot: bool = True, progress: bool = True, command: str = "",
-          patterns: Any = None) -> dict[str, Any]:
+          patterns: Any = None, atlas: bool = True) -> dict[str, Any]:
     """Sweep `function` (a name or a record) with `libs` (default: every library that provides it): a sample of
     `sample` spread inputs plus the special values, or the positive patterns [lo, hi) and their negatives in chunks
     of `chunk` (resumable), or the given `patterns`. With `out`, writes OUT/FUNCTION/sweep_full.json,
@@ -120,8 +121,11 @@ def sweep(function: str | SweepFunction, libs: Sequence[LibArg] | None, out: Pat
         from bendtorch.records.durable import ensure_dir
         ensure_dir(d)
         with locked(Path(out)):
-            return _run(fn, libraries, Path(out), sample, lo, hi, chunk, workers, client, fresh, plot, progress,
-                        command, patterns, machine(dists, workers=dask or workers), t0)
+            rep = _run(fn, libraries, Path(out), sample, lo, hi, chunk, workers, client, fresh, plot, progress,
+                       command, patterns, machine(dists, workers=dask or workers), t0)
+            if atlas:
+                write_atlas(Path(out))
+            return rep
 
 
 def _run(fn: SweepFunction, libraries: list[SweepLibrary], out: Path | None, sample: int | None, lo: int, hi: int,
@@ -176,7 +180,6 @@ def _run(fn: SweepFunction, libraries: list[SweepLibrary], out: Path | None, sam
         rep["plots"] = plots(fn.name, fn.title, tots, d, mode.split(" (")[0], kind)
     rep["json"] = shown(path)
     write_json(path, rep)
-    write_atlas(out)
     return rep
 
 
@@ -206,7 +209,7 @@ def sample(func: str, n: int, out: Path, libs: Sequence[LibArg] | None = None, c
     threads = numba.get_num_threads(), torch.get_num_threads()
     try:
         return sweep(func, libs, out, sample=n, workers=1, plot=False, progress=False,
-                     command=command or f"bendtorch sweep {func} --sample {n}")
+                     command=command or f"bendtorch sweep {func} --sample {n}", atlas=False)
     finally:
         numba.set_num_threads(threads[0])
         torch.set_num_threads(threads[1])

@@ -3,8 +3,6 @@ allocates: a request that cannot fit is refused with the estimate and the memory
 
 from __future__ import annotations
 
-import os
-import resource
 from typing import Any
 
 import numpy as np
@@ -51,33 +49,6 @@ def sample_patterns(n: int, with_specials: bool = True) -> Any:
         pad = (-allb.size) % 32
         k += 1
     return allb
-
-
-def available_memory() -> int:
-    """The bytes this process can still allocate: the machine's available memory (MemAvailable), or less under an
-    address-space limit (ulimit -v) less what the process already maps."""
-    avail = None
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    avail = int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    if avail is None:
-        try:
-            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (ValueError, OSError):
-            avail = 1 << 62
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    if soft != resource.RLIM_INFINITY:
-        try:
-            with open("/proc/self/statm") as f:
-                mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError, IndexError):
-            mapped = 0
-        avail = min(avail, max(0, soft - mapped))
-    return avail
 
 
 def sample_bytes(n: int, workers: int) -> int:

@@ -11,10 +11,14 @@ which, in impl and in the oracle (and PyTorch where it has the same case).
                                   the oracle
   Adam c1, c2 not 1 - b1, 1 - b2  impl.optim.cfg_check raises ConfigError naming the fields; Train.new with it
                                   poisons the state: the first loss is finite, every later loss is NaN
+
+and at the command line: each mistake is one line on stderr and exit code 2, before any work (the table at the end;
+tests/test_faults.py runs the files' faults in child processes under a memory limit).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -194,3 +198,81 @@ def test_adam_c1_c2_disagreeing_with_b1_b2() -> None:
                 tr = train.train_step(m, loss, bad, tr, x.astype(L.DTYPE), t)
                 losses.append(float(tr.loss))
         assert np.isfinite(losses[0]) and all(np.isnan(v) for v in losses[1:]), (L.__name__, losses)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the command line's bad input: one line on stderr, exit code 2, no work done
+
+
+def _bad_inputs(tmp: Path) -> list[tuple[str, list[str], str]]:
+    a_file = tmp / "a-file"
+    a_file.write_text("x")
+    empty, five = tmp / "empty.txt", tmp / "five.txt"
+    empty.write_bytes(b"")
+    five.write_bytes(b"hello")
+    bare = tmp / "bare.bin"
+    bare.write_bytes(b"\0" * 64)
+    out = str(tmp / "o")
+    t = ["train", "--steps", "2", "--no-bar"]
+    return [
+        ("read-only --out", t + ["--out", "/proc/self/fdinfo"], "not writable"),
+        ("--out naming a file", t + ["--out", str(a_file)], "not a directory"),
+        ("--out under a file", t + ["--out", str(a_file / "sub")], "not a directory"),
+        ("empty --data", t + ["--data", str(empty), "--out", out], "0 bytes"),
+        ("5-byte --data", t + ["--data", str(five), "--out", out], "5 bytes"),
+        ("missing --data", t + ["--data", str(tmp / "nope.txt"), "--out", out], "no such file"),
+        ("--data a directory", t + ["--data", str(tmp), "--out", out], "is a directory, not a regular file"),
+        ("--data /dev/zero", t + ["--data", "/dev/zero", "--out", out], "is a character device, not a regular"),
+        ("--data not UTF-8", t + ["--data", str(tmp / "c\udcff"), "--out", out], "c\\xff: no such file"),
+        ("--data with smol", ["train", "--model", "smol", "--data", str(five), "--out", out], "tiny only"),
+        ("--seed -1", t + ["--seed", "-1", "--out", out], "--seed"),
+        ("--layers 100000", t + ["--layers", "100000", "--out", out], "--layers"),
+        ("--layers 0", t + ["--layers", "0", "--out", out], "--layers"),
+        ("--lr 1e30", t + ["--lr", "1e30", "--out", out], "--lr"),
+        ("--lr nan", t + ["--lr", "nan", "--out", out], "--lr"),
+        ("--lr 0", t + ["--lr", "0", "--out", out], "--lr"),
+        ("--steps 0", t + ["--steps", "0", "--out", out], "--steps"),
+        ("--steps abc", t + ["--steps", "abc", "--out", out], "--steps"),
+        ("--batch 0", t + ["--batch", "0", "--out", out], "--batch"),
+        ("--b1 1.0", t + ["--b1", "1.0", "--out", out], "b1"),
+        ("--betas 0.9 nan", t + ["--betas", "0.9", "nan", "--out", out], "--betas"),
+        ("--eps -1", t + ["--eps", "-1", "--out", out], "--eps"),
+        ("--v16 without adamw-bf16", t + ["--v16", "--out", out], "--v16"),
+        ("--checkpoint-every -1", t + ["--checkpoint-every", "-1", "--out", out], "--checkpoint-every"),
+        ("--resume missing", t + ["--resume", str(tmp / "nope"), "--out", out], "no checkpoint"),
+        ("--resume a bare .bin", t + ["--resume", str(bare), "--out", out], "without a bendtorch manifest"),
+        ("--opt bogus", t + ["--opt", "bogus", "--out", out], "--opt"),
+        ("laws --json into a missing directory", ["laws", "--json", str(tmp / "no" / "laws.json")],
+         "does not exist"),
+        ("laws --json naming a directory", ["laws", "--json", str(tmp)], "is a directory"),
+        ("bench --json into a missing directory", ["bench", "--json", str(tmp / "no" / "b.json")], "does not exist"),
+        ("bench --repeats 2", ["bench", "--repeats", "2"], "--repeats"),
+        ("bench --threads 0", ["bench", "--threads", "0"], "--threads"),
+        ("erf-sweep --chunk 0", ["erf-sweep", "--chunk", "0", "--out", out], "--chunk"),
+        ("erf-sweep --chunk 33", ["erf-sweep", "--chunk", "33", "--out", out], "multiple of 32"),
+        ("erf-sweep --sample 0", ["erf-sweep", "--sample", "0", "--out", out], "--sample"),
+        ("erf-sweep --sample -5", ["erf-sweep", "--sample", "-5", "--out", out], "--sample"),
+        ("erf-sweep --workers 0", ["erf-sweep", "--workers", "0", "--out", out], "--workers"),
+        ("erf-sweep --lo 5 --hi 5", ["erf-sweep", "--lo", "5", "--hi", "5", "--out", out], "below --hi"),
+        ("erf-sweep --out naming a file", ["erf-sweep", "--sample", "8", "--out", str(a_file)], "not a directory"),
+        ("report --only bogus", ["report", "--only", "bogus", "--out", out], "'bogus'"),
+        ("report --erf-sample -1", ["report", "--erf-sample", "-1", "--out", out], "--erf-sample"),
+        ("report --erf-full missing", ["report", "--erf-full", str(tmp / "nope.json"), "--out", out],
+         "no such file"),
+        ("an unknown command", ["frobnicate"], "invalid choice"),
+        ("no command", [], "required"),
+    ]
+
+
+def test_the_bad_input_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bendtorch.cli import main
+    table = _bad_inputs(tmp_path)
+    refused = 0
+    for name, argv, needle in table:
+        code = main(argv)  # an exception here is a traceback a user would see: the test fails on it
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and needle in err and err.startswith("bendtorch"), (name, err)
+        refused += 1
+        assert not (tmp_path / "o").exists(), name  # nothing made before the error
+    print(f"\nFAULTS command line: {len(table)} bad inputs tried, {refused} refused with one line and exit code 2, "
+          f"0 tracebacks, 0 accepted")

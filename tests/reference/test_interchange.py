@@ -6,6 +6,8 @@ wrong shapes get errors naming them."""
 
 from __future__ import annotations
 
+import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -144,3 +146,90 @@ def test_odd_names_print_with_repr_and_keys_must_be_strings(tmp_path: Path) -> N
     (tmp_path / "i8.safetensors").write_bytes(save({**sd, "model.norm.weight": np.zeros(32, np.int8)}))
     with pytest.raises(InterchangeError, match="'model.norm.weight': dtype I8"):
         load_safetensors(m, tmp_path / "i8.safetensors")
+
+
+def test_tensors_without_dense_float_data_are_refused_before_any_conversion() -> None:
+    """A meta, sparse, nested or quantized tensor, a float8, complex or integer dtype, a value that is no tensor and
+    a state dict that is no mapping: one InterchangeError line each, naming the tensor; nothing is converted first
+    (a tensor expanded to 2^40 numbers is refused by its shape, without a copy)."""
+    import warnings
+    cfg, m, p, x = trained()
+    sd = to_torch_state_dict(m, p, with_head=False)
+    n, e = "model.norm.weight", "model.embed_tokens.weight"
+    t = sd[n]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # quantized tensors are deprecated, sparse CSR tensors in beta
+        bad = {"a meta tensor": {n: torch.empty(t.shape, device="meta")},
+               "a sparse tensor (torch.sparse_coo)": {n: t.to_sparse()},
+               "a sparse tensor (torch.sparse_csr)": {e: sd[e].to_sparse_csr()},
+               "found float8_e4m3fn": {n: t.to(torch.float8_e4m3fn)}, "found float8_e5m2": {n: t.to(torch.float8_e5m2)},
+               "a quantized tensor": {n: torch.quantize_per_tensor(t, 0.1, 0, torch.quint8)},
+               "a nested tensor": {n: torch.nested.nested_tensor([t[:2], t[:3]])},
+               "found complex64": {n: t.to(torch.complex64)}, "found int64": {n: t.to(torch.int64)},
+               "not an array or a tensor (a list)": {n: [1.0] * 32},
+               "expected shape (256, 32), found (1099511627776,)": {e: torch.zeros(1).expand(2 ** 40)}}
+    for needle, change in bad.items():
+        with pytest.raises(InterchangeError) as err:
+            load_state_dict(m, {**sd, **change})
+        assert needle in str(err.value) and "\n" not in str(err.value), (needle, str(err.value))
+    for value, what in (([t], "list"), (None, "NoneType"), (t, "Tensor")):
+        with pytest.raises(InterchangeError, match=f"a state dict is a mapping of names to tensors, found a {what}"):
+            load_state_dict(m, value)  # type: ignore[arg-type]
+    # a transposed view and a tensor that requires grad are dense float32: read, the same bits
+    q = load_state_dict(m, {**sd, e: sd[e].t().contiguous().t(), n: t.clone().requires_grad_()})
+    assert np.array_equal(m.layer.dump(q).view(np.uint32), m.layer.dump(p).view(np.uint32))
+
+
+def test_the_safetensors_header_is_checked_as_the_format_requires(tmp_path: Path) -> None:
+    """The reader's own checks of the header (safetensors' rules): the length within the file and the format's
+    bound, tensors that follow one another without gaps or overlaps to the end of the file, each as long as its
+    shape and dtype say, names once; the file's size against the header before a tensor is read."""
+    import json
+    import struct
+
+    from safetensors.numpy import save
+    cfg, m, p, x = trained()
+    good = save(state_dict(m, p), metadata={"format": "pt"})
+    n = struct.unpack("<Q", good[:8])[0]
+    head = json.loads(good[8:8 + n])
+
+    def with_header(h: dict[str, Any] | bytes, body: bytes = good[8 + n:]) -> Path:
+        blob = h if isinstance(h, bytes) else json.dumps(h).encode()
+        f = tmp_path / "f.safetensors"
+        f.write_bytes(struct.pack("<Q", len(blob)) + blob + body)
+        return f
+
+    norm = "model.norm.weight"
+    start, end = head[norm]["data_offsets"]
+    cases: dict[str, dict[str, Any] | bytes] = {
+        "without gaps or overlaps": {**head, norm: {**head[norm], "data_offsets": [start + 4, end + 4]}},
+        "bytes for F32 of shape (33,)": {**head, norm: {**head[norm], "shape": [33]}},
+        "is not described by a dtype": {**head, norm: {"dtype": "F32", "shape": [32]}},
+        "a name appears twice": json.dumps(head).replace("{", '{"a": 1, "a": 2, ', 1).encode(),
+        "the header is a JSON list": b"[1, 2]",
+        "the header is not JSON": b"{not json",
+    }
+    for needle, h in cases.items():
+        with pytest.raises(InterchangeError, match=re.escape(needle)):
+            load_safetensors(m, with_header(h))
+    with pytest.raises(InterchangeError, match="but its header declares"):
+        load_safetensors(m, with_header(head, good[8 + n:] + b"\0"))
+    big = tmp_path / "big.safetensors"
+    big.write_bytes(good)
+    os.truncate(big, 16 << 30)  # a valid header, then 16 GiB of holes: refused by its size, nothing read
+    with pytest.raises(InterchangeError, match="17179869184 bytes, but its header declares"):
+        load_safetensors(m, big)
+    (tmp_path / "huge").write_bytes(struct.pack("<Q", 2 ** 62) + b"{}")
+    with pytest.raises(InterchangeError, match="a header of 4611686018427387904 bytes, over the bound"):
+        load_safetensors(m, tmp_path / "huge")
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(InterchangeError, match="fifo: is a fifo, not a regular file"):
+        load_safetensors(m, tmp_path / "fifo")
+
+
+def test_exporting_into_a_missing_folder_names_the_folder(tmp_path: Path) -> None:
+    from bendtorch.records.durable import OutputError
+    cfg, m, p, x = trained()
+    with pytest.raises(OutputError, match=f"folder {tmp_path / 'nope'} does not exist"):
+        save_safetensors(m, p, tmp_path / "nope" / "m.safetensors")
+    assert list(tmp_path.iterdir()) == []
