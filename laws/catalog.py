@@ -3,8 +3,9 @@ together with an independent statement of its parameters' structure (DESIGN.md's
 `LN(g, b)`, `DropP(t)`, a v x d table, pairs for the combinators, ...) filled from a value source, and the bound of
 its token ids when its input is Ids.
 
-The laws draw entries by kind (`KINDS`: every layer and every combinator, and a small Llama), or draw matrix-to-matrix
-layers of given shapes (`mat_layer`) to compose."""
+The laws draw entries by kind (`KINDS`: every op record tagged "protocol" (bendtorch.records.ops: every layer and
+every combinator), and a small Llama), or draw matrix-to-matrix layers of given shapes (`mat_layer`) to compose. A
+record tagged "protocol" that `of_kind` cannot build fails the protocol laws: the tag is a test."""
 
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ import bendtorch.impl as L
 from bendtorch.impl.layers.dropout import DropP
 from bendtorch.impl.layers.linear import Lin
 from bendtorch.impl.layers.rows import LN
-from bendtorch.impl.ops import IMPL_OPS
 from bendtorch.impl.protocol import Layer
 from bendtorch.impl.specs import IdsSpec, MatSpec, PairSpec, Spec
 from bendtorch.laws.strategies import fill_bits, fill_rng
+from bendtorch.records.ops import CONSTRUCTORS, OpRecord, tagged
 
 F32 = np.float32
 
@@ -123,9 +124,16 @@ def _none(src: Src) -> None:
 # The entries
 # ---------------------------------------------------------------------------------------------------------------
 
-# the parameter-free layers of one shape n x d -> n x d: every activation of the op table, Softmax and LogSoftmax
+def _same_shape_free(r: OpRecord) -> Callable[[int, int], Layer[None, Any, Any, Any]]:
+    small = r.small
+    assert small is not None
+    return lambda n, d: r.build(L, small(n, d, d))
+
+
+# the parameter-free layers of one shape n x d -> n x d: every activation and parameter-free row-wise op of the
+# records (Softmax, LogSoftmax)
 ACTS: dict[str, Callable[[int, int], Layer[None, Any, Any, Any]]] = {
-    **{o.name: o.make for o in IMPL_OPS if o.kind == "activation"}, "Softmax": L.Softmax, "LogSoftmax": L.LogSoftmax}
+    r.name: _same_shape_free(r) for r in CONSTRUCTORS if r.impl_kind in ("activation", "row") and r.pshapes is None}
 
 
 def linear(kind: str, n: int, i: int, o: int) -> Built:
@@ -235,8 +243,8 @@ def small_llama(b: int) -> Built:
     return Built("Llama", m.layer, lambda s: m.init(s.u32() & 0xFFFF), cfg.vocab)
 
 
-# every layer and combinator of impl's op table (impl.ops.IMPL_OPS), and a small Llama
-KINDS = [o.name for o in IMPL_OPS if o.kind != "loss"] + ["Llama"]
+# every op record tagged "protocol" (impl's layers and combinators), and a small Llama
+KINDS = [r.name for r in tagged("protocol")] + ["Llama"]
 
 
 @st.composite

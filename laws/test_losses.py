@@ -1,4 +1,5 @@
-"""Laws of the losses (main.bend lines 2745-2956): cross-entropy's gradient rows, labels past the last class,
+"""Laws of the losses (main.bend lines 2745-2956): the call's contract for every op record tagged "losses" (its
+inputs untouched, dy of y's shape, the same bits twice), cross-entropy's gradient rows, labels past the last class,
 tree_sum, MSE's gradient; over drawn shapes (1 and non powers of two included) and float32 values with zeros of both
 signs, subnormals, tiny and huge magnitudes (infinities and NaNs where a law speaks of them)."""
 
@@ -9,14 +10,17 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+import bendtorch.impl as L
 from bendtorch.impl.kernels import libm
 from bendtorch.impl.kernels.losses import tree_sum, tree_sum_inplace, tree_sum_plain
 from bendtorch.impl.losses import NLL, CrossEntropy, MSE
 from bendtorch.laws.registry import law
 from bendtorch.laws.strategies import arrays, bits32, elems
+from bendtorch.records.ops import op, sample, tagged
 
 F32 = np.float32
 U = 2.0 ** -24  # the unit roundoff of float32 (round to nearest)
@@ -28,6 +32,36 @@ def same_or_nan(a: Any, b: Any) -> bool:
     na, nb = np.isnan(a), np.isnan(b)
     return a.shape == b.shape and bool(np.array_equal(na, nb)) and \
         bool(np.array_equal(a[~na].view(np.uint32), b[~nb].view(np.uint32)))
+
+
+# the losses the records tag "losses": each is held to the call's contract below
+LOSS_OPS = [r.name for r in tagged("losses")]
+
+
+def check_loss_call(loss: Any, y: Any, t: Any) -> None:
+    """One loss call's contract (DESIGN.md: ownership, LossOut(loss, dy)): the loss is a float32 number, dy a new
+    C-contiguous float32 array of y's shape, y and t keep every bit, and a second call gives the same bits."""
+    y0, t0 = y.copy(), t.copy()
+    with np.errstate(all="ignore"):
+        a, b = loss(y, t), loss(y, t)
+    dy = np.asarray(a.dy)
+    assert np.ndim(a.loss) == 0 and np.asarray(a.loss).dtype == F32, a.loss
+    assert dy.shape == y.shape and dy.dtype == F32 and dy.flags.c_contiguous and dy is not y
+    assert np.array_equal(y.view(np.uint8), y0.view(np.uint8)) and np.array_equal(t.view(np.uint8), t0.view(np.uint8))
+    assert same_or_nan(a.loss, b.loss) and same_or_nan(a.dy, b.dy)
+
+
+@pytest.mark.parametrize("name", LOSS_OPS)
+@law("losses", "call_contract", "bit for bit")
+@given(seed=st.integers(0, 2**32 - 1), case=st.integers(0, 2**8))
+def test_a_loss_keeps_its_inputs_and_gives_dy_of_y(name: str, seed: int, case: int) -> None:
+    """Every loss of the records (CrossEntropy, NLL, MSE, ...), on its record's sample inputs at any seed and each
+    of its shapes: the loss is a float32 number and dy a new float32 array of y's shape, y and the targets are left
+    as they were, bit for bit, and the same call again gives the same bits (main.bend lines 2745-2956)."""
+    r = op(name)
+    d = r.shapes[case % len(r.shapes)]
+    s = sample(r, L, d, seed)
+    check_loss_call(r.build(L, d), s.x, s.t)
 
 
 @st.composite

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from bendtorch.impl.protocol import Bwd, Fwd, Layer, check_dims, layer_name, param_free
 from bendtorch.impl.specs import MatSpec
+from bendtorch.records.ops import ACTIVATIONS as ACT_RECORDS, OpRecord
 
 F64 = npt.NDArray[np.float64]
 ActLayer = Layer[None, F64, F64, F64]
@@ -165,15 +166,16 @@ class OracleAct(NamedTuple):
     mp: Callable[[Any], Any]
 
 
-# name -> the oracle's formulas, for every activation of the op table (impl.kernels.elementwise.ACTS)
-ACTIVATIONS: dict[str, OracleAct] = {
-    "ReLU": OracleAct(relu, relu_grad, relu_mp),
-    "Sigmoid": OracleAct(sigmoid, sigmoid_grad, sigmoid_mp),
-    "Tanh": OracleAct(tanh, tanh_grad, tanh_mp),
-    "SiLU": OracleAct(silu, silu_grad, silu_mp),
-    "GELU": OracleAct(gelu_tanh, gelu_tanh_grad, gelu_tanh_mp),
-    "GELUErf": OracleAct(gelu_erf, gelu_erf_grad, gelu_erf_mp),
-}
+def _formulas(r: OpRecord) -> OracleAct:
+    """The oracle's half of an activation's record: its formulas, found in this module by the record's stem."""
+    assert r.act is not None
+    g = globals()
+    stem = r.act.formula
+    return OracleAct(g[stem], g[f"{stem}_grad"], g[f"{stem}_mp"])
+
+
+# name -> the oracle's formulas, for every activation of the records (bendtorch.records.ops.ACTIVATIONS), in order
+ACTIVATIONS: dict[str, OracleAct] = {r.name: _formulas(r) for r in ACT_RECORDS}
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ on the same inputs, and per output the ulp statistics (oracle/ulp.py) of impl an
     compare(op, dims, seed) -> {output: {"impl": stats, "torch": stats, "bit_equal": bool, "n_differ": int,
                                          "impl_errs": array, "torch_errs": array}}
 
-Inputs are drawn once in float32 (numpy's Generator with the seed); the oracle gets the same numbers widened to
+Inputs are drawn once in float32 by the op's record (bendtorch.records.ops.sample, the generator every suite uses:
+numpy's Generator at the seed); the oracle gets the same numbers widened to
 float64, so the three see identical inputs. Parameters are loaded through the layer's own `load` (dump order), so
 impl and oracle hold the same numbers; PyTorch gets them as the list of matrices `op.pshapes` names, in that order.
 """
@@ -19,21 +20,12 @@ import numpy.typing as npt
 from bendtorch.oracle.ulp import normwise, ulp_error, ulp_stats
 import bendtorch.impl as IMPL
 import bendtorch.oracle as ORACLE
-from bendtorch.reference.ops import Dims, Op, default_pinit
+from bendtorch.records.ops import Dims, cases, load_params, sample, widen
+from bendtorch.reference.ops import Op, judge, torch_fn
 
 F32 = np.float32
 F64 = np.float64
 Arr = npt.NDArray[Any]
-
-
-def widen(v: Any, dtype: Any) -> Any:
-    """v (an array, a pair, ids) with its float arrays in dtype; ids stay int64."""
-    if isinstance(v, tuple):
-        return tuple(widen(a, dtype) for a in v)
-    if isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.floating):
-        return np.ascontiguousarray(v, dtype=dtype)
-    return v
-
 
 def flat(v: Any) -> Arr:
     """Every float of v (an array, a tuple or list of arrays, a scalar) in one float64 vector, in order."""
@@ -57,21 +49,12 @@ def flat32(v: Any) -> Arr:
 
 
 def make_inputs(op: Op, d: Dims, seed: int) -> dict[str, Any]:
-    """The case's float32 inputs: x (or the loss's y), the parameter matrices, dy (or the loss's targets)."""
-    rng = np.random.default_rng(seed)
-    x = op.x(rng, d)
-    shapes = op.pshapes(d)
-    params = op.pinit(rng, d) if op.pinit is not None else default_pinit(rng, shapes)
+    """The case's float32 inputs (records.ops.sample, dy shaped as impl's output): x (or the loss's y), the parameter
+    matrices, and dy (a layer) or t (a loss's targets)."""
+    s = sample(op, IMPL, d, seed)
     if op.kind == "loss":
-        assert op.target is not None
-        return {"x": x, "params": params, "t": op.target(rng, d)}
-    return {"x": x, "params": params, "dy": None}
-
-
-def _dy_like(rng: np.random.Generator, y: Any) -> Any:
-    if isinstance(y, tuple):
-        return tuple(_dy_like(rng, a) for a in y)
-    return rng.standard_normal(y.shape).astype(F32)
+        return {"x": s.x, "params": s.params, "t": s.t}
+    return {"x": s.x, "params": s.params, "dy": s.dy}
 
 
 def run_lib(op: Op, lib: Any, d: Dims, inp: dict[str, Any]) -> dict[str, Any]:
@@ -81,12 +64,7 @@ def run_lib(op: Op, lib: Any, d: Dims, inp: dict[str, Any]) -> dict[str, Any]:
     if op.kind == "loss":
         r = obj(widen(inp["x"], dt), widen(inp["t"], dt))
         return {"loss": np.asarray(r.loss, dtype=dt), "dy": r.dy}
-    p = obj.zeros()
-    if inp["params"]:
-        fl = np.concatenate([a.reshape(-1) for a in inp["params"]]).astype(dt)
-        if fl.size != obj.count():
-            raise ValueError(f"{op.name}: {fl.size} parameters given, the layer counts {obj.count()}")
-        p = obj.load(p, fl, 0).p
+    p = load_params(obj, inp["params"], dt)
     f = obj.fwd(p, widen(inp["x"], dt))
     b = obj.bwd(f.p, f.s, widen(inp["dy"], dt), obj.zeros())
     dp = obj.dump(b.g) if inp["params"] else np.zeros(0, dt)
@@ -96,8 +74,8 @@ def run_lib(op: Op, lib: Any, d: Dims, inp: dict[str, Any]) -> dict[str, Any]:
 def run_torch(op: Op, d: Dims, inp: dict[str, Any]) -> dict[str, Any]:
     from bendtorch.reference.torch_ref import run_layer, run_loss
     if op.kind == "loss":
-        return run_loss(op.torch_fn(d), inp["x"], inp["t"])
-    r = run_layer(op.torch_fn(d), inp["x"], inp["params"], inp["dy"])
+        return run_loss(torch_fn(op)(d), inp["x"], inp["t"])
+    r = run_layer(torch_fn(op)(d), inp["x"], inp["params"], inp["dy"])
     r["dp"] = np.concatenate([g.reshape(-1) for g in r["dp"]]) if r["dp"] else np.zeros(0, F32)
     return r
 
@@ -118,8 +96,6 @@ def compare(op: Op, d: Dims, seed: int) -> dict[str, dict[str, Any]]:
         ri, rt, ro = _optimizer_outputs(op, d, seed)
     else:
         inp = make_inputs(op, d, seed)
-        if op.kind != "loss":  # dy drawn from its own generator, shaped as the layer's output
-            inp["dy"] = _dy_like(np.random.default_rng(seed + 10_000), _y_shape_probe(op, d, inp))
         ri = run_lib(op, IMPL, d, inp)
         ro = run_lib(op, ORACLE, d, inp)
         rt = run_torch(op, d, inp)
@@ -136,22 +112,6 @@ def compare(op: Op, d: Dims, seed: int) -> dict[str, dict[str, Any]]:
         out[k] = {"impl": si, "torch": st, "bit_equal": nd == 0, "n_differ": nd,
                   "impl_errs": ei, "torch_errs": et}
     return out
-
-
-def _y_shape_probe(op: Op, d: Dims, inp: dict[str, Any]) -> Any:
-    """impl's output for the inputs (only its shape is used, to draw dy)."""
-    obj = op.build(IMPL, d)
-    p = obj.zeros()
-    if inp["params"]:
-        p = obj.load(p, np.concatenate([a.reshape(-1) for a in inp["params"]]).astype(F32), 0).p
-    return obj.fwd(p, inp["x"]).y
-
-
-def cases(op: Op, quick: bool = False) -> list[tuple[Dims, int]]:
-    """The (shape, seed) cases of an op: every shape with every seed; quick: the first shape, the first seed."""
-    if quick:
-        return [(op.shapes[0], op.seeds[0])]
-    return [(d, s) for d in op.shapes for s in op.seeds]
 
 
 def run_op(op: Op, quick: bool = False) -> dict[str, dict[str, Any]]:
@@ -185,14 +145,9 @@ def check_op(op: Op, quick: bool = False) -> dict[str, dict[str, Any]]:
     res = run_op(op, quick)
     bad = []
     for k in op.outputs:
-        ok, why = judge_out(op, k, res[k])
+        ok, why = judge(op, k, res[k])
         if not ok:
             bad.append(f"{op.name}.{k}: " + "; ".join(why))
     if bad:
         raise AssertionError("\n".join(bad) + f"\n(bounds: {op.bound}, element-wise: {op.bound_elem}; why: {op.why})")
     return res
-
-
-def judge_out(op: Op, k: str, r: dict[str, Any]) -> tuple[bool, list[str]]:
-    from bendtorch.reference.ops import judge
-    return judge(op, k, r)

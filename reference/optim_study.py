@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bendtorch.oracle.ulp import normwise, ulp_error
+from bendtorch.records.optimizers import COMPARED
 
 F32 = np.float32
 F64 = np.float64
@@ -41,7 +42,7 @@ HP: dict[str, dict[str, float]] = {
     "Adam": {"lr": 1e-3, "b1": 0.9, "b2": 0.999, "eps": 1e-8, "wd": 0.01},
     "AdamW": {"lr": 1e-3, "b1": 0.9, "b2": 0.999, "eps": 1e-8, "wd": 0.01},
 }
-KINDS = ("SGD", "Momentum", "Adam", "AdamW")
+KINDS = COMPARED  # the optimizers PyTorch has (records.optimizers): "SGD", "Momentum", "Adam", "AdamW"
 SHAPES = ((7, 13), (48, 64))  # 91 elements (vector blocks and a scalar tail) and 3072
 
 

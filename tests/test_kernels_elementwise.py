@@ -80,6 +80,40 @@ def test_each_code_dispatches_to_its_own_kernels(op: int) -> None:
     assert all(not same_bits(E.act_fwd(op, x), E.act_fwd(j.code, x)) for j in others)
 
 
+@pytest.mark.parametrize("op", OPS, ids=E.NAMES)
+def test_the_exp_neg_forms_dispatch_to_their_own_kernels(op: int) -> None:
+    # the block forms from e = exp(-x) (act_v_e / act_d_e) reach the entry's own kernels, for exactly the codes its
+    # record marks; any other code raises
+    k = E.act_kernel(op)
+    x, dy = inputs(200 + op)
+    x, dy = x[:64], dy[:64]
+    e = np.array([libm.expf(F32(-v)) for v in x], F32)
+    def v_e(a: np.float32, b: np.float32, c: np.float32) -> np.float32:
+        return np.float32(E.act_v_e(op, b, c))
+
+    def d_e(a: np.float32, b: np.float32, c: np.float32) -> np.float32:
+        return np.float32(E.act_d_e(op, a, b, c))
+
+    forms = ((k.exp_neg[0], v_e, [k.v(b) for b in x]), (k.exp_neg[1], d_e, [k.d(a, b) for a, b in zip(dy, x)]))
+    for flag, call, want in forms:
+        if flag:
+            assert same_bits(np.array([call(a, b, c) for a, b, c in zip(dy, x, e)], F32), np.array(want, F32))
+        else:
+            with pytest.raises(ValueError, match="not a function of exp"):
+                call(dy[0], x[0], e[0])
+
+
+def test_the_dispatch_is_cached_under_the_table_it_was_compiled_for() -> None:
+    # numba's cache does not see the globals a function reads: the dispatch and the loops carry the records'
+    # activation table's digest in their names, so code compiled for another table is never loaded
+    import hashlib
+    from bendtorch.records.ops import ACTIVATIONS
+    digest = hashlib.sha256(repr([(r.name, r.act) for r in ACTIVATIONS]).encode()).hexdigest()[:12]
+    for f in (E.act_v, E.act_d, E.act_v_e, E.act_d_e, E.act_fwd_into.parallel, E.act_fwd_into.serial,  # type: ignore
+              E.act_bwd_into.parallel, E.act_bwd_into.serial):  # type: ignore[attr-defined]
+        assert digest in f.py_func.__qualname__, f.py_func.__qualname__
+
+
 @pytest.mark.parametrize("bad", [len(E.ACTS), -1, 99, "Softplus", "relu"])
 def test_an_unknown_activation_raises(bad: int | str) -> None:
     x = np.ones(3, F32)
@@ -96,14 +130,14 @@ def test_an_unknown_activation_raises(bad: int | str) -> None:
 
 def test_relu_seed_rules() -> None:
     x = np.array([-0.0, 0.0, np.nan, -1e-45, 2.0, -np.inf], dtype=F32)
-    y = E.act_fwd(E.RELU, x)
+    y = E.act_fwd("ReLU", x)
     # relu(x) = x unless x < 0: -0 and NaN pass unchanged, negatives give +0
     assert [f32_bits(v) for v in y] == [0x80000000, 0, f32_bits(x[2]), 0, f32_bits(F32(2.0)), 0]
     dy = np.array([5.0, 5.0, 5.0, 5.0, 5.0, 5.0], dtype=F32)
     ys = np.array([-0.0, 0.0, np.nan, -1.0, 1e-45, np.inf], dtype=F32)
     # gradient +0 where y <= 0 (-0 included), dy elsewhere (NaN included, PyTorch's threshold_backward)
     five = f32_bits(F32(5.0))
-    assert [f32_bits(v) for v in E.act_bwd(E.RELU, dy, ys)] == [0, 0, five, 0, five, five]
+    assert [f32_bits(v) for v in E.act_bwd("ReLU", dy, ys)] == [0, 0, five, 0, five, five]
 
 
 def test_constants_and_formulas() -> None:
@@ -113,14 +147,14 @@ def test_constants_and_formulas() -> None:
     # spot values from the formulas written out by hand with the C library's float32 functions
     x = F32(0.75)
     sig = F32(F32(1.0) / F32(F32(1.0) + libm.expf(F32(-x))))
-    assert E.act_fwd(E.SIGMOID, np.array([x]))[0] == sig
+    assert E.act_fwd("Sigmoid", np.array([x]))[0] == sig
     s = sig
     silu_d = F32(F32(F32(2.0) * s) * F32(F32(1.0) + F32(x * F32(F32(1.0) - s))))
-    assert E.act_bwd(E.SILU, np.array([F32(2.0)]), np.array([x]))[0] == silu_d
+    assert E.act_bwd("SiLU", np.array([F32(2.0)]), np.array([x]))[0] == silu_d
     pdf = F32(F32(0.3989422804014327) * libm.expf(F32(F32(x * x) * F32(-0.5))))
     from bendtorch.impl.kernels.erf import erf_plain
     cdf = F32(F32(0.5) * F32(F32(1.0) + erf_plain(F32(x * F32(0.7071067811865476)))))
-    assert E.act_bwd(E.GELU_ERF, np.array([F32(1.0)]), np.array([x]))[0] == F32(cdf + F32(x * pdf))
+    assert E.act_bwd("GELUErf", np.array([F32(1.0)]), np.array([x]))[0] == F32(cdf + F32(x * pdf))
 
 
 @pytest.mark.parametrize("name", E.NAMES)

@@ -22,6 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bendtorch.records.ops import CONSTRUCTORS, load_params, op, sample
+from bendtorch.records.optimizers import NAMES as OPT_NAMES, optimizer
+
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE_EXAMPLES = {"ci": 1, "dev": 10, "deep": 100}
 EXAMPLES = PROFILE_EXAMPLES.get(os.environ.get("BENDTORCH_LAWS_PROFILE", "ci"), 1)
@@ -29,46 +32,33 @@ CASES = 48
 MAX_MESSAGE = 400
 F32 = np.float32
 
-# the layers of the zoo: name -> constructor arguments drawn from small dimensions (n, a, b)
-KINDS = ["Linear", "LinearFirst", "LinearNB", "ReLU", "GELUErf", "Sigmoid", "Softmax", "LogSoftmax", "RMSNorm",
-         "LayerNorm", "Dropout", "Embedding", "RoPE", "Attention", "Seq", "Residual", "Tie"]
+# the layers of the zoo: every layer and combinator of the op records, built from small dimensions (n, a, b)
+KINDS = [r.name for r in CONSTRUCTORS if r.kind != "loss"]
 CALLS = ["fwd", "bwd", "step"]
 TARGETS = {"fwd": ["p", "x"], "bwd": ["p", "g", "dy"], "step": ["p", "g", "st"]}
-OPTS = ["adamw", "momentum", "bf16", "bf16v16"]
+# every optimizer of the records (its state's structure), and AdamWBF16 with its second moment packed too
+OPTS = [*OPT_NAMES, "adamw-bf16+v16"]
 MUTATIONS = ["none", "narrow", "wide", "float64", "int", "list", "noncontig", "scalar"]
+# the hyperparameters of every configuration class, by field name
+HYPER: dict[str, Any] = {"lr": 1e-3, "mu": 0.9, "b1": 0.9, "b2": 0.999, "eps": 1e-8, "wd": 0.01, "c1": 0.1, "c2": 0.001}
 
 
 def build(kind: str, n: int, a: int, b: int) -> Any:
-    """The layer of the kind with dimensions from (n, a, b), and the ids' bound for an Embedding."""
+    """The record's layer with dimensions from (n, a, b), and the ids' bound (its dims' "v") for an Embedding."""
     import bendtorch.impl as L
-    if kind in ("Linear", "LinearFirst", "LinearNB"):
-        return getattr(L, kind)(n, a, b), 0
-    if kind in ("ReLU", "GELUErf", "Sigmoid", "Softmax", "LogSoftmax"):
-        return getattr(L, kind)(n, a), 0
-    if kind in ("RMSNorm", "LayerNorm"):
-        return getattr(L, kind)(n, a, 1e-5), 0
-    if kind == "Dropout":
-        return L.Dropout(n, a, 0.25, 7), 0
-    if kind == "Embedding":
-        return L.Embedding(n, b, a), b
-    if kind == "RoPE":
-        return L.RoPE(n, 2 * a, 1, 1, a, 10000.0), 0
-    if kind == "Attention":
-        return L.Attention(n, a, a, n, 1, 1, 1, a, 0.5), 0
-    if kind == "Seq":
-        return L.Seq(L.Linear(n, a, b), L.GELUErf(n, b)), 0
-    if kind == "Residual":
-        return L.Residual(L.Seq(L.RMSNorm(n, a), L.LinearNB(n, a, a))), 0
-    return L.Tie(L.Embedding(n, b, a), L.Tanh(n, a), L.LinearNB(n, a, b)), b
+    rec = op(kind)
+    assert rec.small is not None
+    d = rec.small(n, a, b)
+    return rec.build(L, d), d
 
 
-def value_of(spec: Any, rng: np.random.Generator, vocab: int) -> Any:
-    from bendtorch.impl.specs import IdsSpec, MatSpec
-    if isinstance(spec, MatSpec):
-        return rng.standard_normal((spec.r, spec.c)).astype(F32)
-    if isinstance(spec, IdsSpec):
-        return rng.integers(0, vocab, spec.n).astype(np.int64)
-    return (value_of(spec.a, rng, vocab), value_of(spec.b, rng, vocab))
+def config(name: str) -> Any:
+    """The optimizer's configuration (its record's class) with HYPER's values; "+v16" packs v as BF16 too."""
+    import dataclasses
+    from bendtorch.records.studies import resolve
+    cls = resolve(optimizer(name.removesuffix("+v16")).config)
+    vals = {**HYPER, "v16": name.endswith("+v16")}
+    return cls(**{f.name: vals[f.name] for f in dataclasses.fields(cls)})
 
 
 def arrays(tree: Any) -> list[tuple[tuple[int, ...], np.ndarray]]:
@@ -152,21 +142,19 @@ def parts(lay: Any) -> set[str]:
 
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
     """One call with one argument mutated; what happened."""
-    from bendtorch.impl.optim import CAdamWBF16, CMomentum, adamw, opt_at, state_new
-    lay, vocab = build(case["kind"], case["n"], case["a"], case["b"])
-    rng = np.random.default_rng(case["seed"])
+    import bendtorch.impl as L
+    from bendtorch.impl.optim import CAdamWBF16, opt_at, state_new
+    lay, dims = build(case["kind"], case["n"], case["a"], case["b"])
+    s = sample(op(case["kind"]), L, dims, case["seed"])   # the record's sample: x, parameters, dy
+    p, x, dy = load_params(lay, s.params, F32), s.x, s.dy
     cnt = lay.count()
-    p = lay.load(lay.zeros(), rng.uniform(0.5, 1.5, cnt).astype(F32), 0).p if cnt else lay.zeros()
-    x = value_of(lay.x_spec, rng, vocab)
-    dy = value_of(lay.y_spec, rng, vocab)
+    rng = np.random.default_rng(case["seed"] + 1)
     g = lay.load(lay.zeros(), rng.standard_normal(cnt).astype(F32), 0).p if cnt else lay.zeros()
-    cfg: Any = {"adamw": adamw(), "momentum": CMomentum(F32(0.01), F32(0.9)),
-                "bf16": CAdamWBF16(F32(1e-3), F32(0.9), F32(0.999), F32(1e-8), F32(0.01), F32(0.1), F32(0.001),
-                                   case["opt"] == "bf16v16")}[case["opt"].replace("bf16v16", "bf16")]
-    op = opt_at(cfg, F32(0.1), F32(0.001))
+    cfg = config(case["opt"])
+    step_op = opt_at(cfg, F32(0.1), F32(0.001))
     st0 = state_new(cfg, lay.zeros)
-    if case["opt"].startswith("bf16"):  # one step first, so the packed tree has its leaves (their arrays mutate)
-        st0 = lay.step(op, copy_tree(p), copy_tree(g), st0).st
+    if isinstance(cfg, CAdamWBF16):  # one step first, so the packed tree has its leaves (their arrays mutate)
+        st0 = lay.step(step_op, copy_tree(p), copy_tree(g), st0).st
     args = {"p": p, "x": x, "g": g, "dy": dy, "st": st0}
     tgt, how = case["target"], case["mutation"]
     leaves = arrays(args[tgt])
@@ -186,7 +174,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
         if case["call"] == "bwd":
             r = lay.bwd(v["p"], s, v["dy"], v["g"])
             return [r.dx, r.g]
-        r2 = lay.step(op, v["p"], v["g"], v["st"])
+        r2 = lay.step(step_op, v["p"], v["g"], v["st"])
         # a state with no buffers (a parameter-free layer's, Dropout's) comes back as it was given: not compared
         return [r2.p, r2.g, r2.st] if arrays(args["st"]) else [r2.p, r2.g]
 

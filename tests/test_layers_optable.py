@@ -1,14 +1,15 @@
-"""The op table is complete and is the one source: every entry of reference.ops.OPS names its impl half (constructor;
-for an activation the kernels and plain twins), its oracle half (formula or constructor), its PyTorch function, its
-sample inputs and its bounds with their reasons, and law families that exist; every public layer, combinator and
-loss constructor exported by bendtorch.impl is in impl's table (impl.ops.IMPL_OPS) and either has an entry or is
-listed, with where it is covered, in COVERED_ELSEWHERE; impl and oracle export the same constructors and name the
-layers they build alike."""
+"""The op records are complete and are the one source (bendtorch.records.ops): every record names its impl half
+(constructor; for an activation the kernels and plain twins), its oracle half (formula or constructor), and, where
+it is compared with PyTorch in the op table, PyTorch's function, its sample inputs and its bounds with their reasons;
+its law families exist and each gap says why; every public layer, combinator and loss constructor exported by
+bendtorch.impl has a record; impl and the oracle export the same constructors, name the layers they build alike and
+refuse the same bad dimensions."""
 
 from __future__ import annotations
 
 import inspect
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,46 +23,67 @@ from bendtorch.impl.kernels import elementwise as E
 from bendtorch.impl.ops import IMPL_OPS, KINDS, impl_op
 from bendtorch.impl.protocol import Layer, Loss
 from bendtorch.oracle import funcs
-from bendtorch.reference.ops import COVERED_ELSEWHERE, OPS, Op
+from bendtorch.records import ops as R
+from bendtorch.records.ops import OpRecord
+from bendtorch.reference.ops import OPS, TORCH, impl_half, oracle_half
 
 LAWS_DIR = Path(bendtorch.laws.__file__).parent
 # the law families the law suites declare (@law("family", ...) in laws/*.py)
 FAMILIES = {m for f in LAWS_DIR.glob("*.py") for m in re.findall(r'@law\("([a-z_0-9]+)"', f.read_text())}
-ENTRY_KINDS = ("layer", "loss")
+AXES = FAMILIES | {"torch", "sweep"}
 # impl-only options of how to compute, not what (thread use, a speed/accuracy variant): the oracle has no such choice
 IMPL_ONLY = {"par", "precise"}
 
 
-def entry_ops() -> list[Op]:
-    return [o for o in OPS if o.kind in ENTRY_KINDS]
-
-
-@pytest.mark.parametrize("op", OPS, ids=[o.name for o in OPS])
-def test_every_entry_is_complete(op: Op) -> None:
-    assert op.shapes and op.seeds and callable(op.x) and callable(op.build), "sample inputs"
-    assert callable(op.torch_fn), "PyTorch function"
-    assert op.outputs and all(k in op.bound for k in op.outputs), f"a bound for each of {op.outputs}: {op.bound}"
-    assert all(k in op.outputs for k in (*op.bound, *op.bound_elem, *op.bitexact)), "bounds of outputs it has"
-    assert len(op.why) >= 8, "the bounds' reason"
-    assert op.laws and set(op.laws) <= FAMILIES, f"law families {op.laws} among {sorted(FAMILIES)}"
-    if op.kind in ENTRY_KINDS:
-        im = op.impl
+def check_record(op: OpRecord) -> None:
+    """One record's completeness (raises AssertionError naming what is missing)."""
+    assert op.kind in R.KINDS and op.impl_kind in (*R.IMPL_KINDS, None), (op.kind, op.impl_kind)
+    assert set(op.laws) <= FAMILIES, f"law families {op.laws} among {sorted(FAMILIES)}"
+    assert op.laws or op.impl_kind is None, "a constructor's record names the law families that state its properties"
+    for g in op.gaps:
+        assert g.axis in AXES and len(g.reason) >= 8, f"a gap on a known axis, with its reason: {g}"
+    if op.compared:
+        assert op.shapes and op.seeds and callable(op.build), "sample inputs"
+        assert op.kind == "optimizer" or op.name in TORCH, "PyTorch function"
+        assert op.outputs and all(k in op.bound for k in op.outputs), f"a bound for each of {op.outputs}: {op.bound}"
+        assert all(k in op.outputs for k in (*op.bound, *op.bound_elem, *op.bitexact)), "bounds of outputs it has"
+        assert len(op.why) >= 8, "the bounds' reason"
+    else:
+        covered = op.gap("torch")
+        assert covered is not None and covered.covered, "where it is compared instead"
+    if op.impl_kind is not None:
+        im = impl_half(op)
         assert im is not None and im.name == op.name and callable(im.make)
-        assert op.oracle is not None, "the oracle's formula or constructor"
-        if im.kind == "activation":
-            k = im.kernel
-            assert k is not None and k.name == op.name
-            assert all(callable(f) for f in (k.v, k.d, k.plain_v, k.plain_d)), "kernels and plain twins"
-            assert op.oracle is funcs.ACTIVATIONS[op.name] and all(callable(f) for f in op.oracle)
-        else:
-            assert op.oracle is getattr(ORACLE, op.name)
+        assert oracle_half(op) is not None, "the oracle's formula or constructor"
+        assert op.small is not None, "small dims, for the layer zoo and the laws"
+    if op.impl_kind == "activation":
+        a, k = op.act, impl_op(op.name).kernel
+        assert a is not None and k is not None and k.name == op.name and k.code == a.code
+        assert all(callable(f) for f in (k.v, k.d, k.plain_v, k.plain_d)), "kernels and plain twins"
+        assert oracle_half(op) is funcs.ACTIVATIONS[op.name] and all(callable(f) for f in oracle_half(op))
+        assert (a.sweep is None) == (op.gap("sweep") is not None), "atlas names, or a gap saying why not"
+    else:
+        assert op.act is None
+
+
+@pytest.mark.parametrize("op", R.OPS, ids=[o.name for o in R.OPS])
+def test_every_record_is_complete(op: OpRecord) -> None:
+    check_record(op)
+
+
+def test_the_compared_ops_are_the_records_without_a_torch_gap() -> None:
+    assert [o.name for o in OPS] == [o.name for o in R.OPS if o.compared]
+    assert set(TORCH) == {o.name for o in OPS if o.kind != "optimizer"}, "one PyTorch function per compared op"
 
 
 def test_activation_tables_agree() -> None:
-    # impl's kernels, the oracle's formulas and the op table list the same activations, in the same order
-    acts = [o.name for o in IMPL_OPS if o.kind == "activation"]
-    assert acts == list(E.NAMES) == list(funcs.ACTIVATIONS)
-    assert acts == [o.name for o in entry_ops() if o.impl is not None and o.impl.kind == "activation"]
+    # impl's kernels, the oracle's formulas and the records list the same activations, in code order 0, 1, ...
+    acts = [o.name for o in R.ACTIVATIONS]
+    assert acts == [o.name for o in IMPL_OPS if o.kind == "activation"] == list(E.NAMES) == list(funcs.ACTIVATIONS)
+    assert [o.act.code for o in R.ACTIVATIONS if o.act] == list(range(len(acts))) == [k.code for k in E.ACTS]
+    assert [o.act.exp_neg for o in R.ACTIVATIONS if o.act] == [k.exp_neg for k in E.ACTS]
+    assert list(E.EXP_NEG_FWD) == [k.exp_neg[0] for k in E.ACTS] and list(E.SAVES_OUTPUT) == \
+        [o.act.saves_output for o in R.ACTIVATIONS if o.act]
 
 
 def public_constructors() -> dict[str, Any]:
@@ -77,59 +99,42 @@ def public_constructors() -> dict[str, Any]:
     return out
 
 
-def test_every_public_layer_has_an_entry() -> None:
+def test_every_public_layer_has_a_record() -> None:
     pub = public_constructors()
-    assert all(o.kind in KINDS for o in IMPL_OPS) and len({o.name for o in IMPL_OPS}) == len(IMPL_OPS)
+    assert all(o.kind in KINDS for o in IMPL_OPS) and len({o.name for o in R.OPS}) == len(R.OPS)
     assert {"Linear", "ReLU", "Seq", "CrossEntropy", "RMSNorm"} <= set(pub)   # the scan sees them
     missing = [n for n in pub if n not in {o.name for o in IMPL_OPS}]
-    assert not missing, f"exported by bendtorch.impl but not in impl.ops.IMPL_OPS: {missing}"
-    entries = {o.name for o in entry_ops()}
-    for o in IMPL_OPS:
-        if o.kind in ("combinator",) and o.name in ("Add2", "Mul2"):
-            assert o.name in {c.name for c in OPS}
-        elif o.name not in entries:
-            assert o.name in COVERED_ELSEWHERE, f"{o.name} has no entry in reference.ops and is not COVERED_ELSEWHERE"
-    assert set(COVERED_ELSEWHERE) <= {o.name for o in IMPL_OPS}
+    assert not missing, f"exported by bendtorch.impl but without a record in bendtorch.records.ops: {missing}"
 
 
-def test_the_entry_check_fails_on_a_broken_entry() -> None:
-    # the completeness test is not vacuous: an entry without a bound, a reason or laws fails it
-    from dataclasses import replace
-    good = next(o for o in OPS if o.name == "GELUErf")
-    for bad in (replace(good, bound={"y": 4.0}), replace(good, why=""), replace(good, laws=("no_such_family",))):
+def test_the_record_check_fails_on_a_broken_record() -> None:
+    # the completeness check is not vacuous: a record without a bound, a reason, laws or a gap's reason fails it
+    good = R.op("GELUErf")
+    broken = (replace(good, bound={"y": 4.0}), replace(good, why=""), replace(good, laws=("no_such_family",)),
+              replace(good, laws=()), replace(good, gaps=(R.Gap("sweep", "?"),)),
+              replace(R.op("RoPE"), gaps=()), replace(good, act=replace(good.act, sweep=None)))  # type: ignore
+    for bad in broken:
         with pytest.raises(AssertionError):
-            test_every_entry_is_complete(bad)
+            check_record(bad)
     with pytest.raises(KeyError, match="no op 'Softplus'"):
         impl_op("Softplus")
+    with pytest.raises(KeyError, match="no op 'Softplus'"):
+        R.op("Softplus")
 
 
-def small_args(o_name: str) -> tuple[Any, ...]:
-    return {"Embedding": (3, 5, 4), "Linear": (3, 4, 5), "LinearFirst": (3, 4, 5), "LinearNB": (3, 4, 5),
-            "Dropout": (3, 4, 0.25, 7), "RoPE": (4, 8, 2, 2, 2, 10000.0),
-            "Attention": (4, 4, 2, 2, 2, 1, 2, 2, 0.5)}.get(o_name, (3, 4))
-
-
-def constructors(name: str) -> tuple[Any, Any]:
-    """impl's and the oracle's constructor of an op: an activation's through Activation(name, ...) (its named
-    constructor, ReLU(n, c), ..., is optional), any other by its name."""
-    if impl_op(name).kind == "activation":
-        return impl_op(name).make, lambda *a: ORACLE.Activation(name, *a)
-    return getattr(IMPL, name), getattr(ORACLE, name)
-
-
-@pytest.mark.parametrize("name", [o.name for o in IMPL_OPS if o.kind != "combinator"])
+@pytest.mark.parametrize("name", [o.name for o in R.CONSTRUCTORS if o.impl_kind != "combinator"])
 def test_impl_and_oracle_agree_on_names_and_argument_checks(name: str) -> None:
     mi, mo = getattr(IMPL, name, None), getattr(ORACLE, name, None)
     assert (mi is None) == (mo is None), "a named constructor in both libraries or in neither"
     if mi is not None and mo is not None:
         assert [p.name for p in inspect.signature(mi).parameters.values() if p.name not in IMPL_ONLY] == \
             [p.name for p in inspect.signature(mo).parameters.values() if p.name not in IMPL_ONLY]
-    mi, mo = constructors(name)
-    a, b = mi(*small_args(name)), mo(*small_args(name))
+    rec = R.op(name)
+    assert rec.small is not None
+    d = rec.small(3, 4, 5)
+    a, b = rec.build(IMPL, d), rec.build(ORACLE, d)
     assert isinstance(a, (Layer, Loss)) and a.name == b.name, (a.name, b.name)
     assert a.dtype == np.float32 and b.dtype == np.float64
-    bad = list(small_args(name))
-    bad[0] = -1
-    for m in (mi, mo):
+    for lib in (IMPL, ORACLE):
         with pytest.raises(ValueError, match=re.escape(name)):
-            m(*bad)
+            rec.build(lib, {**d, "n": -1})

@@ -16,9 +16,13 @@ ReLU, Sigmoid and Tanh save their output (ActOut, line 749), so d takes y; SiLU,
 product (3.0 * 0.044715 : F32) (line 1098) is rounded once to float32, as the seed computes it.
 
 The loops (`act_fwd`, `act_bwd`) are flat over the n*c numbers, in index order; each output depends on its own
-input only, so they run under prange. The activation is chosen by its entry in the table `ACTS` (a code or a name;
-any other raises). The plain twins (`act_fwd_plain`, `act_bwd_plain`) compute the same expressions with numpy float32
-array operations (one rounding each) and the same functions through `impl.kernels.libm`.
+input only, so they run under prange. The activation is chosen by a code or a name of the table `ACTS`, impl's half
+of the activations' records (bendtorch.records.ops.ACTIVATIONS: name, code, saved value, the stem of the kernels
+here); any other raises. numba's dispatch over the codes (`act_v`, `act_d`, and `act_v_e`, `act_d_e` for the
+activations computed from exp(-x)) is a chain of links generated from the records, one per code, so a new
+activation is its kernels and twins here, its formulas in the oracle and its record, and no branch to write. The
+plain twins (`act_fwd_plain`, `act_bwd_plain`) compute the same expressions with numpy float32 array operations (one
+rounding each) and the same functions through `impl.kernels.libm`.
 
 Every kernel is compiled with error_model="numpy": a float division by zero gives the IEEE infinity or NaN, as the
 seed's F32 division does, instead of numba's default ZeroDivisionError (same bits otherwise).
@@ -26,6 +30,7 @@ seed's F32 division does, instead of numba's default ZeroDivisionError (same bit
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable, cast
 
@@ -37,16 +42,10 @@ from bendtorch.impl.kernels.serial import sized
 
 from bendtorch.impl.kernels import libm
 from bendtorch.impl.kernels.erf import erf32, erf_plain
+from bendtorch.records.ops import ACTIVATIONS, Act, OpRecord
 
 F = npt.NDArray[np.float32]
 F32 = np.float32
-
-RELU = 0
-SIGMOID = 1
-TANH = 2
-SILU = 3
-GELU = 4
-GELU_ERF = 5
 
 _ZERO = np.float32(0.0)
 _HALF = np.float32(0.5)
@@ -85,6 +84,12 @@ def _sigmoid_e(e: np.float32) -> np.float32:
 def sigmoid_v(x: np.float32) -> np.float32:
     """sigmoid_v, line 1055: 1 / (1 + exp(-x))."""
     return _sigmoid_e(libm.exp32(-x))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def sigmoid_v_e(x: np.float32, e: np.float32) -> np.float32:
+    """sigmoid given x and e = exp(-x): 1 / (1 + e) (act_fwd_into's block form)."""
+    return _sigmoid_e(e)
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -131,6 +136,18 @@ def silu_d(dy: np.float32, x: np.float32) -> np.float32:
 
 
 @numba.njit(cache=True, error_model="numpy")
+def silu_v_e(x: np.float32, e: np.float32) -> np.float32:
+    """SiLU given x and e = exp(-x): x / (1 + e) (act_fwd_into's block form)."""
+    return _silu_e(x, e)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def silu_d_e(dy: np.float32, x: np.float32, e: np.float32) -> np.float32:
+    """SiLU's gradient given e = exp(-x) (act_bwd_into's block form)."""
+    return _silu_d_e(dy, x, e)
+
+
+@numba.njit(cache=True, error_model="numpy")
 def gelu_inner(x: np.float32) -> np.float32:
     """gelu_inner, line 1088: 0.7978845608028654 * (x + (0.044715 * ((x*x)*x)))."""
     return _SQRT_2_OVER_PI * (x + _GELU_A * ((x * x) * x))
@@ -172,59 +189,51 @@ def gelu_erf_d(dy: np.float32, x: np.float32) -> np.float32:
     return dy * (gelu_erf_cdf(x) + x * pdf)
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# numba's dispatch over the codes: a chain of small functions generated from the records (the end of this module),
+# one link per code, each calling its activation's kernel, inlined into the functions below (one if-chain each);
+# those, and the loops, are what numba caches
+# ---------------------------------------------------------------------------------------------------------------
+
+# numba's cache knows a compiled function by its module's source and its own bytecode, not by the globals it reads:
+# the dispatch and the loops read the records' table (the chains, EXP_NEG_*), so their cache entries carry the
+# table's digest in their name (as impl.kernels.serial's twins carry "_serial"), and code compiled for another table
+# (a record added, moved or changed) is never loaded.
+_TABLE = hashlib.sha256(repr([(r.name, r.act) for r in ACTIVATIONS]).encode()).hexdigest()[:12]
+
+
+def _by_table(f: Any) -> Any:
+    f.__qualname__ = f"{f.__qualname__}_{_TABLE}"
+    return f
+
+
 @numba.njit(cache=True, error_model="numpy")
+@_by_table
 def act_v(op: int, x: np.float32) -> np.float32:
-    """The activation of code op on one number: numba's dispatch over the table's codes (ACTS below; a test checks
-    that each entry's code reaches its own kernel)."""
-    if op == RELU:
-        return relu_v(x)
-    if op == SIGMOID:
-        return sigmoid_v(x)
-    if op == TANH:
-        return tanh_v(x)
-    if op == SILU:
-        return silu_v(x)
-    if op == GELU:
-        return gelu_v(x)
-    if op == GELU_ERF:
-        return gelu_erf_v(x)
-    raise ValueError("act_v: unknown activation code")
+    """The activation of code op on one number: its record's kernel (a test checks that each code reaches its own
+    kernel; any other code raises)."""
+    return _V(op, (x,))  # type: ignore[no-any-return]
 
 
 @numba.njit(cache=True, error_model="numpy")
+@_by_table
 def act_d(op: int, dy: np.float32, v: np.float32) -> np.float32:
     """The input gradient of code op on one number; v is the saved output (ActOut) or input (ActIn)."""
-    if op == RELU:
-        return relu_d(dy, v)
-    if op == SIGMOID:
-        return sigmoid_d(dy, v)
-    if op == TANH:
-        return tanh_d(dy, v)
-    if op == SILU:
-        return silu_d(dy, v)
-    if op == GELU:
-        return gelu_d(dy, v)
-    if op == GELU_ERF:
-        return gelu_erf_d(dy, v)
-    raise ValueError("act_d: unknown activation code")
+    return _D(op, (dy, v))  # type: ignore[no-any-return]
 
 
 @numba.njit(cache=True, error_model="numpy")
+@_by_table
 def act_v_e(op: int, x: np.float32, e: np.float32) -> np.float32:
-    """The activation of code op given x and e = exp(-x), for the codes whose entry says so (exp_neg)."""
-    if op == SIGMOID:
-        return _sigmoid_e(e)
-    if op == SILU:
-        return _silu_e(x, e)
-    raise ValueError("act_v_e: not a function of exp(-x)")
+    """The activation of code op given x and e = exp(-x), for the codes whose record says so (exp_neg)."""
+    return _V_E(op, (x, e))  # type: ignore[no-any-return]
 
 
 @numba.njit(cache=True, error_model="numpy")
+@_by_table
 def act_d_e(op: int, dy: np.float32, x: np.float32, e: np.float32) -> np.float32:
-    """The input gradient of code op given dy, x and e = exp(-x), for the codes whose entry says so (exp_neg)."""
-    if op == SILU:
-        return _silu_d_e(dy, x, e)
-    raise ValueError("act_d_e: not a function of exp(-x)")
+    """The input gradient of code op given dy, x and e = exp(-x), for the codes whose record says so (exp_neg)."""
+    return _D_E(op, (dy, x, e))  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -247,6 +256,7 @@ def _exp_neg_block(x: F, out: F, b: int) -> tuple[int, int]:
 
 @sized
 @numba.njit(cache=True, parallel=True, error_model="numpy")
+@_by_table
 def act_fwd_into(op: int, x: F, y: F) -> None:
     """y[t] = f(x[t]) over flat arrays (Ew.map, line 182). An activation of x and exp(-x) (Sigmoid, SiLU) takes
     exp(-x) of a block at once (libm.exp_array: exp32's bits, vectorised) into y, then f from it: the same
@@ -264,6 +274,7 @@ def act_fwd_into(op: int, x: F, y: F) -> None:
 
 @sized
 @numba.njit(cache=True, parallel=True, error_model="numpy")
+@_by_table
 def act_bwd_into(op: int, dy: F, v: F, dx: F) -> None:
     """dx[t] = d(dy[t], v[t]) over flat arrays (Ew.zip, line 193); SiLU's, a function of x and exp(-x), takes
     exp(-x) a block at a time into dx first, as act_fwd_into does."""
@@ -311,7 +322,7 @@ def lib_map(f: Callable[[np.float32], np.float32], a: F) -> F:
     return out.reshape(np.shape(a))
 
 
-def _sigmoid_plain(x: F) -> F:
+def sigmoid_v_plain(x: F) -> F:
     return _ONE / (_ONE + lib_map(libm.expf, -x))
 
 
@@ -323,40 +334,40 @@ def _cdf_plain(x: F) -> F:
     return _HALF * (_ONE + lib_map(erf_plain, x * _INV_SQRT2))
 
 
-def _relu_plain(x: F) -> F:
+def relu_v_plain(x: F) -> F:
     return np.where(x < _ZERO, _ZERO, x).astype(F32)
 
 
-def _relu_d_plain(dy: F, y: F) -> F:
+def relu_d_plain(dy: F, y: F) -> F:
     return np.where(y <= _ZERO, _ZERO, dy).astype(F32)
 
 
-def _sigmoid_d_plain(dy: F, y: F) -> F:
+def sigmoid_d_plain(dy: F, y: F) -> F:
     return (dy * (_ONE - y)) * y
 
 
-def _tanh_plain(x: F) -> F:
+def tanh_v_plain(x: F) -> F:
     return lib_map(libm.tanhf, x)
 
 
-def _tanh_d_plain(dy: F, y: F) -> F:
+def tanh_d_plain(dy: F, y: F) -> F:
     return dy * (_ONE - y * y)
 
 
-def _silu_plain(x: F) -> F:
+def silu_v_plain(x: F) -> F:
     return x / (_ONE + lib_map(libm.expf, -x))
 
 
-def _silu_d_plain(dy: F, x: F) -> F:
-    s = _sigmoid_plain(x)
+def silu_d_plain(dy: F, x: F) -> F:
+    s = sigmoid_v_plain(x)
     return cast(F, (dy * s) * (_ONE + x * (_ONE - s)))
 
 
-def _gelu_plain(x: F) -> F:
+def gelu_v_plain(x: F) -> F:
     return (_HALF * x) * (_ONE + lib_map(libm.tanhf, _inner_plain(x)))
 
 
-def _gelu_d_plain(dy: F, x: F) -> F:
+def gelu_d_plain(dy: F, x: F) -> F:
     th = lib_map(libm.tanhf, _inner_plain(x))
     left = _HALF * x
     dleft = _HALF * (_ONE + th)
@@ -364,11 +375,11 @@ def _gelu_d_plain(dy: F, x: F) -> F:
     return cast(F, dy * (dleft + dright))
 
 
-def _gelu_erf_plain(x: F) -> F:
+def gelu_erf_v_plain(x: F) -> F:
     return (x * _HALF) * (_ONE + lib_map(erf_plain, x * _INV_SQRT2))
 
 
-def _gelu_erf_d_plain(dy: F, x: F) -> F:
+def gelu_erf_d_plain(dy: F, x: F) -> F:
     pdf = _INV_SQRT_2PI * lib_map(libm.expf, (x * x) * _NEG_HALF)
     return dy * (_cdf_plain(x) + x * pdf)
 
@@ -388,14 +399,14 @@ def act_bwd_plain(op: int | str, dy: F, v: F) -> F:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# the table: impl's half of each activation's entry (reference.opinfo joins it with the oracle, PyTorch, bounds)
+# the table and the dispatch, generated from the activations' records (bendtorch.records.ops.ACTIVATIONS)
 # ---------------------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class ActKernel:
     """One activation in impl: its name (the layer constructor's), its code (numba's dispatch in act_v / act_d),
     whether its backward pass reads the saved output (ActOut, main.bend line 749) or the input (ActIn, line 1052),
-    its scalar kernels, their plain twins, and the seed's lines."""
+    its scalar kernels, their plain twins, and the seed's lines; all from its record."""
 
     name: str
     code: int
@@ -408,21 +419,28 @@ class ActKernel:
     exp_neg: tuple[bool, bool] = (False, False)  # f, d a function of x and exp(-x) (act_v_e, act_d_e)?
 
 
-ACTS: tuple[ActKernel, ...] = (
-    ActKernel("ReLU", RELU, True, relu_v, relu_d, _relu_plain, _relu_d_plain, "752-761"),
-    ActKernel("Sigmoid", SIGMOID, True, sigmoid_v, sigmoid_d, _sigmoid_plain, _sigmoid_d_plain, "1055-1063",
-              (True, False)),
-    ActKernel("Tanh", TANH, True, tanh_v, tanh_d, _tanh_plain, _tanh_d_plain, "1065-1072"),
-    ActKernel("SiLU", SILU, False, silu_v, silu_d, _silu_plain, _silu_d_plain, "1074-1084", (True, True)),
-    ActKernel("GELU", GELU, False, gelu_v, gelu_d, _gelu_plain, _gelu_d_plain, "1086-1102"),
-    ActKernel("GELUErf", GELU_ERF, False, gelu_erf_v, gelu_erf_d, _gelu_erf_plain, _gelu_erf_d_plain, "1201-1217"),
-)
+def _act(r: OpRecord) -> Act:
+    assert r.act is not None, f"{r.name}: an activation's record has its Act"
+    return r.act
+
+
+def _kernels(r: OpRecord) -> ActKernel:
+    """impl's half of an activation's record: its kernels and twins, found in this module by the record's stem."""
+    a = _act(r)
+    g = globals()
+    return ActKernel(r.name, a.code, a.saves_output, g[f"{a.kernel}_v"], g[f"{a.kernel}_d"], g[f"{a.kernel}_v_plain"],
+                     g[f"{a.kernel}_d_plain"], a.seed_lines, a.exp_neg)
+
+
+ACTS: tuple[ActKernel, ...] = tuple(_kernels(r) for r in ACTIVATIONS)
 NAMES = tuple(k.name for k in ACTS)
-EXP_NEG_FWD = np.array([any(k.code == c and k.exp_neg[0] for k in ACTS) for c in range(len(ACTS))])
-EXP_NEG_BWD = np.array([any(k.code == c and k.exp_neg[1] for k in ACTS) for c in range(len(ACTS))])
+EXP_NEG_FWD = np.array([k.exp_neg[0] for k in ACTS])
+EXP_NEG_BWD = np.array([k.exp_neg[1] for k in ACTS])
 SAVES_OUTPUT = tuple(k.saves_output for k in ACTS)
 _BY_CODE = {k.code: k for k in ACTS}
 _BY_NAME = {k.name: k for k in ACTS}
+if [k.code for k in ACTS] != list(range(len(ACTS))):
+    raise ValueError(f"the activations' codes must be 0, 1, ... in the records' order: {[k.code for k in ACTS]}")
 
 
 def act_kernel(op: int | str) -> ActKernel:
@@ -431,3 +449,41 @@ def act_kernel(op: int | str) -> ActKernel:
     if k is None:
         raise ValueError(f"unknown activation {op!r}; the table has {', '.join(NAMES)}")
     return k
+
+
+def _unknown(message: str) -> Any:
+    """The end of a dispatch chain: any code that reached it is unknown."""
+    @numba.njit(error_model="numpy", inline="always")
+    def unknown(op: int, args: Any) -> Any:
+        if op >= 0 or op < 0:      # always: the return below only gives the chain its type (the last argument's)
+            raise ValueError(message)
+        return args[-1]
+    return unknown
+
+
+def _link(code: int, kernel: Any, rest: Any) -> Any:
+    """One link of a dispatch chain: the kernel on the arguments (a tuple) for its code, the rest of the chain for
+    any other. Inlined into its caller by numba (inline="always"): the chain compiles as one function, the if-chain
+    it stands for."""
+    @numba.njit(error_model="numpy", inline="always")
+    def link(op: int, args: Any) -> Any:
+        if op == code:
+            return kernel(*args)
+        return rest(op, args)
+    return link
+
+
+def _chain(form: str, what: str, which: Callable[[Act], bool] = lambda a: True) -> Any:
+    """The dispatch over the codes of the activations `which` selects: the kernel `{stem}{form}` of each, tried in
+    code order, then the end that raises."""
+    out = _unknown(what)
+    for a in reversed([_act(r) for r in ACTIVATIONS]):
+        if which(a):
+            out = _link(a.code, globals()[f"{a.kernel}{form}"], out)
+    return out
+
+
+_V = _chain("_v", "act_v: unknown activation code")
+_D = _chain("_d", "act_d: unknown activation code")
+_V_E = _chain("_v_e", "act_v_e: not a function of exp(-x)", lambda a: a.exp_neg[0])
+_D_E = _chain("_d_e", "act_d_e: not a function of exp(-x)", lambda a: a.exp_neg[1])

@@ -1,7 +1,8 @@
 """Element-wise activations (main.bend lines 737-761, 1046-1217): ReLU, Sigmoid, Tanh (ActOut: they save a copy of
 their output, their gradient is a function of it) and SiLU, GELU (tanh form), GELUErf (ActIn: they save a copy of
-their input). No parameters (P is None). Each is one entry of `impl.kernels.elementwise.ACTS` (its kernels, in the
-seed's order of operations, and their plain twins); a constructor here is one line naming its entry.
+their input). No parameters (P is None). Each is one record of bendtorch.records.ops.ACTIVATIONS, whose kernels (in
+the seed's order of operations) and plain twins are `impl.kernels.elementwise.ACTS`'s entry; `Activation(name, n, c)`
+builds any of them, and a named constructor here is one optional line naming its record.
 
     fwd: y = f(x) element by element;                  s = copy of y (ActOut) or of x (ActIn)
     bwd: dx = d(dy, s) element by element;             g stays None
