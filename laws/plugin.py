@@ -38,10 +38,15 @@ MADE: pytest.StashKey[Any] = pytest.StashKey()
 _RESOLVED: pytest.StashKey[Any] = pytest.StashKey()
 
 
+def _builtin() -> list[str]:
+    from bendtorch.records.targets import RECORDS
+    return list(RECORDS)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("bendtorch", "bendtorch: the conformance laws against a target")
     g.addoption("--bendtorch-target", default=None, metavar="SPEC",
-                help="the target the conformance laws are held to: a built-in name (impl, torch, jax, mlx), "
+                help="the target the conformance laws are held to: a built-in name (" + ", ".join(_builtin()) + "), "
                      "pkg.mod:attr, or an entry point of the group bendtorch.targets (default $BENDTORCH_TARGET, "
                      "else impl)")
     g.addoption("--bendtorch-device", default=None, metavar="DEVICE",

@@ -99,6 +99,13 @@ LIBRARIES: dict[str, SweepLibrary] = {lib.name: lib for lib in [
                  "through mx.vjp (nn.silu and the GELUs are mx.compile'd: C++ built by the machine's g++)",
                  _table("mlx", "FUNCS", tuple(f for f in _ALL if f != "pow")),
                  distribution="mlx", code=("bendtorch.targets.mlx",)),
+    SweepLibrary("onnxruntime", "ONNX Runtime's CPU provider on one-node float32 graphs at opset 24 (ORT_ENABLE_ALL, "
+                 "one thread): Exp, Log, Tanh, Sin, Cos, Erf, Sqrt, Reciprocal(Sqrt(x)) for rsqrt, Sigmoid, "
+                 "x * Sigmoid(x) for SiLU (fused into com.microsoft's QuickGelu), Gelu-20 with approximate tanh and "
+                 "none; no derivatives (an inference runtime: no autodiff)",
+                 _table("onnxruntime", "OPS", ("exp", "log", "tanh", "sin", "cos", "erf", "sqrt", "rsqrt", "sigmoid",
+                                               "silu", "gelu_tanh", "gelu_erf")),
+                 distribution="onnxruntime", code=("bendtorch.targets.onnxruntime",)),
     SweepLibrary("impl_exp_array", "impl's exp over a whole array (libm.exp_array, the vectorised loop the softmax, "
                  "log-softmax, cross-entropy and attention kernels and the Sigmoid and SiLU loops call), called apart "
                  "and in place: must give exp32's bits on every input", {"exp": f"{_A}.impl:EXP_ARRAY_BOTH_WAYS"},
@@ -109,6 +116,23 @@ LIBRARIES: dict[str, SweepLibrary] = {lib.name: lib for lib in [
 ]}
 
 ORDER = tuple(LIBRARIES)   # the atlas's order of columns; a library from outside comes after, by name
+
+# the built-in libraries whose distribution comes with one of bendtorch's optional extras (pyproject.toml), by name:
+# where it is not installed, a function's default libraries leave it out (named with --lib, it is an error)
+EXTRAS: dict[str, str] = {"onnxruntime": "onnx"}
+
+
+def installed(name: str) -> bool:
+    """Whether a built-in library can run here: always, unless its distribution comes with an extra (EXTRAS) and
+    is not installed."""
+    lib = LIBRARIES.get(name)
+    if name not in EXTRAS or lib is None or lib.distribution is None:
+        return True
+    try:
+        importlib.metadata.version(lib.distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def providers(function: str) -> tuple[str, ...]:

@@ -108,6 +108,13 @@ RECORDS: dict[str, TargetRecord] = {r.name: r for r in (
                  "MLX's CPU build (mlx-cpu on Linux) in float32, eager and evaluated with mx.eval: mlx.core, "
                  "mx.fast's norms and attention, mlx.nn, mlx.optimizers, mx.save_safetensors",
                  libraries=("mlx", "numpy"), extra="mlx"),
+    TargetRecord("onnxruntime", "bendtorch.targets.onnxruntime:make",
+                 "ONNX Runtime's CPUExecutionProvider on small ONNX graphs built with onnx.helper at opset 24, the "
+                 "parameters initializers; graph optimisations ORT_ENABLE_ALL (an InferenceSession's default) and "
+                 "ORT_DISABLE_ALL (the graph as written) as two columns",
+                 libraries=("onnxruntime", "numpy"), extra="onnx",
+                 variants=(Variant("opt-all", "ORT_ENABLE_ALL", {"level": "all"}),
+                           Variant("opt-none", "ORT_DISABLE_ALL", {"level": "none"}))),
 )}
 
 

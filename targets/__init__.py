@@ -1,10 +1,11 @@
 """Conformance targets: the libraries the conformance laws (bendtorch.laws.test_targets) are held against.
 
-The operations a target has are `Target`'s (base.py); the built-in adapters are impl.py, torch.py, jax.py and
-mlx.py, each described by its record in bendtorch.records.targets. A target is named by a spec, resolved in this
-order:
+The operations a target has are `Target`'s (base.py); the built-in adapters are this package's other modules, one
+per library, each described by its record in bendtorch.records.targets (RECORDS). A target is named by a spec,
+resolved in this order:
 
-1. a built-in name ("impl", "torch", "jax", "mlx"): its record, the adapter's maker loaded when the target is made;
+1. a built-in name (a record's name: "impl", "torch", ...): its record, the adapter's maker loaded when the target
+   is made;
 2. a "module:attr" reference ("mypkg.target:make"), the attribute being a maker `make(device="cpu", **options) ->
    Target`, a Target subclass (made as `Cls(device=..., **options)`), a Target instance, or a TargetRecord;
 3. the name of an entry point of the group `bendtorch.targets`, whose value is such a reference.

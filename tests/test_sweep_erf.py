@@ -24,9 +24,9 @@ import pytest
 from bendtorch.oracle.functions import ref_erf
 from bendtorch.oracle.ulp import ulp32, ulp32_1, ulp_error, ulp_error1
 from bendtorch.records.functions import ERF_PIECES
-from bendtorch.records.libraries import providers
 from bendtorch.reports import sweep as S
 from bendtorch.reports.sweep import kernels as K
+from bendtorch.reports.sweep.api import default_libraries
 from bendtorch.reports.sweep.chunkpass import round32_mp
 from tests.bitcheck import without_run_details
 from tests.test_sweep import _reference
@@ -148,7 +148,7 @@ def test_torch_gelu_port_is_bit_exact() -> None:
 def test_sample_mode_and_the_seeds_claims(tmp_path: Path, keep_threads: None) -> None:
     rep = S.sample("erf", 4000, tmp_path)
     assert json.loads((tmp_path / "erf" / "sweep_sample.json").read_text())["libraries"].keys() == \
-        rep["libraries"].keys() == set(providers("erf"))
+        rep["libraries"].keys() == set(default_libraries("erf"))
     imp = rep["libraries"]["impl"]
     assert imp["nan_in_nan_out"] and imp["odd_symmetric"] and imp["specials_right"] and imp["nan_inputs"] > 0
     assert set(imp["per_piece"]) == {f"{p} {s}" for p, s in enumerate(ERF_PIECES)}

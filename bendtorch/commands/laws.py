@@ -13,17 +13,19 @@ from bendtorch.commands.args import UsageError, json_target
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from bendtorch.records.targets import RECORDS  # the records import nothing heavy: --help stays quick
+
     p.add_argument("--profile", default="ci", choices=["ci", "dev", "deep"],
                    help="hypothesis profile: ci (fast), dev, deep (100x ci's examples); default ci")
     p.add_argument("--json", type=Path, metavar="FILE",
                    help="also write the rows as JSON to FILE (its directory must exist)")
     p.add_argument("-k", dest="select", metavar="EXPR", help="only the laws matching this pytest -k expression")
     p.add_argument("--target", default=None, metavar="SPEC",
-                   help="the library held to the laws: a built-in target (impl, the default: every law, a failing "
-                        "one exits 1; torch, jax: the conformance laws, a failing law is a finding reported with "
-                        "its counterexample, exit 0 unless a law errs), pkg.mod:attr (a maker, a Target class or "
-                        "instance), or the name of an entry point of the group bendtorch.targets; default "
-                        "$BENDTORCH_TARGET, else impl")
+                   help="the library held to the laws: a built-in target (" + ", ".join(RECORDS) + "; impl, the "
+                        "default, runs every law and a failing one exits 1; any other runs the conformance laws, a "
+                        "failing law being a finding reported with its counterexample, exit 0 unless a law errs), "
+                        "pkg.mod:attr (a maker, a Target class or instance), or the name of an entry point of the "
+                        "group bendtorch.targets; default $BENDTORCH_TARGET, else impl")
     p.add_argument("--device", default="cpu", metavar="DEVICE",
                    help="the target's device, one its record lists (torch: cpu or cuda, which runs each variant, "
                         "TF32 off then on); default cpu")

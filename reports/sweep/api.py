@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from bendtorch.records.functions import FUNCTIONS, SweepFunction
-from bendtorch.records.libraries import SweepLibrary, providers
+from bendtorch.records.libraries import EXTRAS, SweepLibrary, installed, providers
 from bendtorch.reports.sweep import engine as E
 from bendtorch.reports.sweep.atlas import JSON_MAX, write_atlas
 from bendtorch.reports.sweep.chunks import locked, read_json
@@ -38,10 +38,22 @@ def function_record(function: str | SweepFunction) -> SweepFunction:
     return FUNCTIONS[function]
 
 
+def default_libraries(function: str) -> list[str]:
+    """Every built-in library that provides the function and can run here; one line on stderr names those left out
+    because their optional extra is not installed."""
+    names = list(providers(function))
+    left = [n for n in names if not installed(n)]
+    if left:
+        hints = ", ".join(f"{n}: pip install 'bendtorch[{EXTRAS[n]}]'" for n in left)
+        print(f"sweep: {function} without {', '.join(left)} (not installed; {hints})", file=sys.stderr)
+    return [n for n in names if n not in left]
+
+
 def libraries_for(fn: SweepFunction, libs: Sequence[LibArg] | None) -> list[SweepLibrary]:
-    """The libraries named (default: every library that provides the function), each checked to provide it."""
+    """The libraries named (default: every library that provides the function and can run here), each checked to
+    provide it."""
     out: list[SweepLibrary] = []
-    for arg in libs or list(providers(fn.name)):
+    for arg in libs or default_libraries(fn.name):
         try:
             lib = find_library(arg, fn.name)
             check_provides(lib, fn.name)
