@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import struct
 import sys
 from typing import Any, Mapping
@@ -160,9 +161,19 @@ def load_state_dict(model: Model, sd: Mapping[str, Any], where: str = "") -> Any
     return p
 
 
-# safetensors' dtypes and their sizes in bytes; F32, F16 and BF16 become float32 exactly, the others are refused
-_ST_SIZES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1, "I16": 2, "U16": 2, "F16": 2,
-             "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8, "C64": 8}
+# safetensors' dtypes are named by their kind and their width in bits (U8, I16, F8_E4M3, BF16, C64: a complex of
+# two 32-bit halves); BOOL takes one byte. F32, F16 and BF16 become float32 exactly, the others are refused.
+_ST_DTYPE = re.compile(r"(U|I|F|BF|C)(8|16|32|64)(_E\d+M\d+)?")
+
+
+def _st_size(dtype: str) -> int | None:
+    """bytes per element of a safetensors dtype, None for a name the format does not define"""
+    if dtype == "BOOL":
+        return 1
+    m = _ST_DTYPE.fullmatch(dtype)
+    return int(m.group(2)) // 8 if m else None
+
+
 _ST_READ = ("F32", "F16", "BF16")
 ST_HEADER_BOUND = 100_000_000  # the safetensors format's own limit on the header's length
 
@@ -203,7 +214,7 @@ def _st_header(f: files.Reader) -> tuple[dict[str, tuple[str, tuple[int, ...], i
                          f"data_offsets [start, end]")
         shape = tuple(info["shape"])
         start, end = info["data_offsets"]
-        size = _ST_SIZES.get(info["dtype"])
+        size = _st_size(info["dtype"])
         if size is not None and end - start != size * math.prod(shape):
             raise f.fail(f"{name!r:.80}: {end - start} bytes for {info['dtype']} of shape {shape}")
         out[name] = (info["dtype"], shape, start, end)

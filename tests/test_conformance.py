@@ -495,8 +495,13 @@ def test_hypothesis_keeps_its_defaults(i):
 def test_the_plugin_is_idle_in_a_session_that_does_not_use_it(tmp_path: Any) -> None:
     import subprocess
     (tmp_path / "test_idle.py").write_text(IDLE)
+    # hypothesis loads its own "ci" profile where a CI service's variables are set (hypothesis._settings.is_in_ci):
+    # the session runs without them, so the profile it finds is hypothesis's default unless the plugin loaded one
+    from hypothesis import _settings as hypothesis_settings
+    ci_vars = set(getattr(hypothesis_settings, "_CI_VARS", ())) | {"CI", "TF_BUILD", "GITHUB_ACTIONS"}
+    env = {k: v for k, v in os.environ.items() if k not in ci_vars} | {"BENDTORCH_TARGET": ""}
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_idle.py"],
-                       cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "BENDTORCH_TARGET": ""})
+                       cwd=tmp_path, capture_output=True, text=True, env=env)
     assert r.returncode == 0 and "2 passed" in r.stdout, r.stdout + r.stderr
     r = subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=tmp_path, capture_output=True, text=True)
     assert "--bendtorch-target=SPEC" in r.stdout and "--bendtorch-profile" in r.stdout  # the plugin is loaded

@@ -183,13 +183,14 @@ def _cli(args: list[str], timeout: float = 300, **kw: Any) -> subprocess.Complet
                           timeout=timeout, **kw)
 
 
-def test_a_non_utf8_out_works(tmp_path: Path) -> None:
+def test_a_non_utf8_out_is_one_line_before_any_work(tmp_path: Path) -> None:
+    # every command refuses an output folder whose name is not UTF-8 (the reports, the JSON and the atlas's links
+    # name it), up front: one line, exit 2, nothing created and no temporary file left
     out = os.fsdecode(os.fsencode(str(tmp_path)) + b"/atlas-\xff")
     p = _cli(["sweep", "exp", "--sample", "64", "--lib", "impl", "--workers", "1", "--out", out, "--quiet"])
-    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
-    assert "atlas-\\xff" in p.stdout
-    assert (Path(out) / "exp" / "sweep_sample.json").is_file() and (Path(out) / "ATLAS.md").is_file()
-    assert not [f for f in os.listdir(out) if f.startswith(".tmp-")]
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert "atlas-\\xff" in p.stderr and "not valid UTF-8" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert not os.path.exists(out) and os.listdir(tmp_path) == []
 
 
 def test_a_dask_address_where_nothing_listens_is_one_line_within_seconds(tmp_path: Path) -> None:
