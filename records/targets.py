@@ -115,6 +115,11 @@ RECORDS: dict[str, TargetRecord] = {r.name: r for r in (
                  libraries=("onnxruntime", "numpy"), extra="onnx",
                  variants=(Variant("opt-all", "ORT_ENABLE_ALL", {"level": "all"}),
                            Variant("opt-none", "ORT_DISABLE_ALL", {"level": "none"}))),
+    TargetRecord("tensorflow", "bendtorch.targets.tensorflow:make",
+                 "TensorFlow's CPU build (tensorflow-cpu) in float32, eager: tf.linalg.matmul, tf.nn's softmax, "
+                 "log-softmax, cross-entropy and dropout, attention in tf ops, tf.GradientTape, keras.optimizers, "
+                 "checkpoints through tf.io.serialize_tensor",
+                 libraries=("tensorflow", "numpy"), extra="tensorflow"),
 )}
 
 
