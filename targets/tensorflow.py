@@ -1,7 +1,10 @@
 """The conformance target `tensorflow`: the laws' operations on TensorFlow's CPU build (tensorflow-cpu) in float32, as
-a model author writes them with tf ops (no Keras layers), Keras's SGD and PyTorch's Adam in tf ops. Everything runs
-eagerly (TF 2's default execution, a custom training loop without @tf.function): each op is its registered CPU
-kernel, with no grappler rewrite between them. Gradients come from tf.GradientTape.
+a model author writes them with tf ops (no Keras layers), Keras's SGD and PyTorch's Adam in tf ops. Gradients come
+from tf.GradientTape. Two columns, the record's variants: eager (TF 2's default execution, a custom training loop
+without @tf.function: each op is its registered CPU kernel, nothing rewritten between them) and tf.function (each
+operation, the Llama's forward and the whole training step, tape and optimizer update included, as a
+tf.function(jit_compile=False), as Keras's fit and a decorated training loop run them: grappler's rewrites and, with
+oneDNN on, its fused kernels apply to the graph; one trace per input shape).
 
     linear          tf.linalg.matmul(x, w, transpose_b=True) + b (without a bias, the matmul alone)
     rms_norm        x * tf.math.rsqrt(tf.reduce_mean(tf.square(x), -1, keepdims=True) + eps) * w (TF has no RMSNorm op)
@@ -197,14 +200,18 @@ class Adam:
     def apply_gradients(self, pairs: Any) -> None:
         o = self.opt
         self.t.assign_add(1)
-        t = int(self.t.numpy())
-        bc1, bc2_sqrt = 1 - o.b1 ** t, (1 - o.b2 ** t) ** 0.5
+        # the step's scalars in float64, rounded to float32 once, as PyTorch's Python floats are (in tf ops, so a
+        # tf.function's graph computes them at each step, not once at tracing)
+        t = tf.cast(self.t, tf.float64)
+        bc1 = 1.0 - tf.pow(tf.constant(o.b1, tf.float64), t)
+        step_size = tf.cast(o.lr / bc1, tf.float32)
+        bc2_sqrt = tf.cast(tf.sqrt(1.0 - tf.pow(tf.constant(o.b2, tf.float64), t)), tf.float32)
         for (g, p), m, v in zip(pairs, self.m, self.v):
             if o.name == "adamw":
                 p.assign(p * (1 - o.lr * o.wd))
             m.assign(m * o.b1 + g * (1 - o.b1))
             v.assign(v * o.b2 + g * g * (1 - o.b2))
-            p.assign(p - (o.lr / bc1) * (m / (tf.sqrt(v) / bc2_sqrt + o.eps)))
+            p.assign(p - step_size * (m / (tf.sqrt(v) / bc2_sqrt + o.eps)))
 
 
 def optimizer(opt: Opt, variables: list[Any]) -> Any:
@@ -234,69 +241,109 @@ def saved_and_loaded(variables: list[Any]) -> list[Any]:
 
 
 class TensorFlow(Target):
-    """TensorFlow's CPU build, eager: tf ops, tf.GradientTape, Keras's SGD, PyTorch's Adam and AdamW in tf ops."""
+    """TensorFlow's CPU build, eager or in tf.function: tf ops, tf.GradientTape, Keras's SGD, PyTorch's Adam and
+    AdamW in tf ops."""
 
     name = "tensorflow"
     libraries = ("tensorflow", "numpy")
 
-    def __init__(self, device: str = "cpu") -> None:
+    def __init__(self, device: str = "cpu", function: bool = False) -> None:
         load()
-        super().__init__(device)
+        super().__init__(device, function=function)
+        self.function = function
+        self._fns: dict[Any, Any] = {}
 
     def versions(self) -> dict[str, str]:
         from importlib.metadata import version
         return {"tensorflow": tf.__version__, "tensorflow-cpu": version("tensorflow-cpu"),
                 "keras": keras.__version__, "numpy": np.__version__,
-                "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default"), "execution": "eager"}
+                "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default"),
+                "execution": "tf.function" if self.function else "eager"}
+
+    def run(self, key: Any, f: Callable[..., Any], *args: Any) -> Any:
+        """f(*args) eagerly; in tf.function, f's tf.function (jit_compile=False, made once per key: the operation
+        and its Python constants) called on the tensors, which traces it once per input shape."""
+        if not self.function:
+            return f(*args)
+        fn = self._fns.get(key)
+        if fn is None:
+            fn = self._fns[key] = tf.function(f, jit_compile=False)
+        return fn(*args)
+
+    def fresh(self, f: Callable[..., Any]) -> Callable[..., Any]:
+        """f, or its own tf.function (a training step closing over its model's variables and its optimizer)."""
+        return tf.function(f, jit_compile=False) if self.function else f
 
     def linear(self, x: Any, w: Any, b: Any | None) -> Any:
-        y = tf.linalg.matmul(dev(x), dev(w), transpose_b=True)
-        return host(y if b is None else y + dev(b))
+        if b is None:
+            return host(self.run("matmul", lambda x, w: tf.linalg.matmul(x, w, transpose_b=True), dev(x), dev(w)))
+        return host(self.run("linear", lambda x, w, b: tf.linalg.matmul(x, w, transpose_b=True) + b, dev(x), dev(w),
+                             dev(b)))
 
     def rms_norm(self, x: Any, w: Any, eps: float) -> Any:
-        return host(rms(dev(x), dev(w), eps))
+        return host(self.run(("rms", eps), lambda x, w: rms(x, w, eps), dev(x), dev(w)))
 
     def layer_norm(self, x: Any, w: Any, b: Any, eps: float) -> Any:
-        a = dev(x)
-        mean, var = tf.nn.moments(a, axes=[-1], keepdims=True)
-        return host(tf.nn.batch_normalization(a, mean, var, dev(b), dev(w), eps))
+        def ln(a: Any, w: Any, b: Any) -> Any:
+            mean, var = tf.nn.moments(a, axes=[-1], keepdims=True)
+            return tf.nn.batch_normalization(a, mean, var, b, w, eps)
+        return host(self.run(("ln", eps), ln, dev(x), dev(w), dev(b)))
 
     def softmax(self, x: Any) -> Any:
-        return host(tf.nn.softmax(dev(x), axis=-1))
+        return host(self.run("softmax", lambda x: tf.nn.softmax(x, axis=-1), dev(x)))
 
     def log_softmax(self, x: Any) -> Any:
-        return host(tf.nn.log_softmax(dev(x), axis=-1))
+        return host(self.run("log_softmax", lambda x: tf.nn.log_softmax(x, axis=-1), dev(x)))
 
     def ce_rows(self, z: Any, labels: Any) -> Any:
-        return host(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=ids(labels), logits=dev(z)))
+        return host(self.run("ce", lambda z, l: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=l, logits=z),
+                             dev(z), ids(labels)))
 
     def attention(self, q: Any, k: Any, v: Any, sc: float) -> Any:
-        return host(sdpa(dev(q), dev(k), dev(v), float(sc)))
+        sc = float(sc)
+        return host(self.run(("attn", sc), lambda q, k, v: sdpa(q, k, v, sc), dev(q), dev(k), dev(v)))
 
     def attention_grad(self, q: Any, k: Any, v: Any, do: Any, sc: float) -> tuple[Any, Any, Any]:
-        a, c, e = dev(q), dev(k), dev(v)
-        with tf.GradientTape() as tape:
-            tape.watch([a, c, e])
-            o = sdpa(a, c, e, float(sc))
-        dq, dk, dv = tape.gradient(o, [a, c, e], output_gradients=dev(do))
+        sc = float(sc)
+
+        def grad(a: Any, c: Any, e: Any, do: Any) -> Any:
+            with tf.GradientTape() as tape:
+                tape.watch([a, c, e])
+                o = sdpa(a, c, e, sc)
+            return tape.gradient(o, [a, c, e], output_gradients=do)
+        dq, dk, dv = self.run(("attn_grad", sc), grad, dev(q), dev(k), dev(v), dev(do))
         return host(dq), host(dk), host(dv)
 
     def dropout(self, x: Any, p: float) -> Any:
-        return host(tf.nn.dropout(dev(x), rate=float(p)))
+        p = float(p)
+        return host(self.run(("dropout", p), lambda x: tf.nn.dropout(x, rate=p), dev(x)))
 
     def bf16_bits(self, x: Any) -> Any:
-        return tf.bitcast(tf.cast(dev(x), tf.bfloat16), tf.uint16).numpy().astype(np.uint16)
+        h = self.run("bf16", lambda x: tf.bitcast(tf.cast(x, tf.bfloat16), tf.uint16), dev(x))
+        return h.numpy().astype(np.uint16)
 
     def erf(self, x: Any) -> Any:
-        return elementwise("erf", x)
+        return host(self.run("erf", ELEMENTWISE["erf"], dev(x)))
 
     def llama_logits(self, cfg: LlamaCfg, seed: int, tokens: Any) -> Any:
-        return host(forward(cfg, params(cfg, seed), ids(tokens)))
+        P = {k: v.read_value() for k, v in params(cfg, seed).items()}
+        return host(self.run(("llama", cfg), lambda P, t: forward(cfg, P, t), P, ids(tokens)))
 
     def train(self, cfg: LlamaCfg, seed: int, opt: Opt, batches: Sequence[tuple[Any, Any]],
               save_at: int | None = None) -> tuple[dict[str, Any], Any]:
+        def stepper(P: dict[str, Any], o: Any) -> Callable[..., Any]:
+            def train_step(x: Any, y: Any) -> Any:
+                with tf.GradientTape() as tape:
+                    z = tf.reshape(forward(cfg, P, x), (-1, cfg.vocab))
+                    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+                        labels=tf.reshape(y, (-1,)), logits=z))
+                step(opt, o, tape.gradient(loss, list(P.values())), list(P.values()))
+                return loss
+            return self.fresh(train_step)
+
         P = params(cfg, seed)
         o = optimizer(opt, list(P.values()))
+        train_step = stepper(P, o)
         losses = []
         for s, (x, y) in enumerate(batches):
             if s == save_at:
@@ -307,19 +354,16 @@ class TensorFlow(Target):
                 o = optimizer(opt, list(P.values()))
                 for var, val in zip(o.variables, opt_back):
                     var.assign(val)
-            with tf.GradientTape() as tape:
-                z = tf.reshape(forward(cfg, P, ids(x)), (-1, cfg.vocab))
-                loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-                    labels=tf.reshape(ids(y), (-1,)), logits=z))
-            step(opt, o, tape.gradient(loss, list(P.values())), list(P.values()))
-            losses.append(np.float32(loss.numpy()))
+                train_step = stepper(P, o)
+            losses.append(np.float32(train_step(ids(x), ids(y)).numpy()))
         return {k: impl_shape(k, host(v)) for k, v in P.items()}, np.array(losses, np.float32)
 
     def opt_steps(self, opt: Opt, params: list[Any], grads: list[list[Any]]) -> list[Any]:
         vs = [tf.Variable(dev(p)) for p in params]
         o = optimizer(opt, vs)
+        apply = self.fresh(lambda *gs: step(opt, o, list(gs), vs))
         for gs in grads:
-            step(opt, o, [dev(g) for g in gs], vs)
+            apply(*[dev(g) for g in gs])
         return [host(v) for v in vs]
 
     @contextlib.contextmanager
@@ -330,5 +374,7 @@ class TensorFlow(Target):
         yield
 
 
-def make(device: str = "cpu") -> Target:
-    return TensorFlow(device)
+def make(device: str = "cpu", function: bool = False) -> Target:
+    """The target eager (function False: TF 2's default) or with every operation, forward and training step in a
+    tf.function (function True)."""
+    return TensorFlow(device, function)

@@ -7,7 +7,8 @@
 - Adam and AdamW are PyTorch's (torch.optim's bits to within an ulp or two where Keras's Adam is far off), and the
   checkpoint's round trip keeps every bit;
 - the finding behind the optimizer laws' failures: TensorFlow's CPU kernels flush subnormals to zero;
-- a missing tensorflow makes the target "not run" with the pip command; the machine record names the build;
+- a missing tensorflow makes the target "not run" with the pip command; its two columns (eager, tf.function) and
+  the machine record naming the build;
 - the laws' ci profile: no law errs, every failure carries its counterexample, and on the machine and TensorFlow
   build of the committed results the same laws fail.
 
@@ -29,7 +30,7 @@ from bendtorch.oracle import attention as OA
 from bendtorch.oracle import funcs as OF
 from bendtorch.oracle import layers as OL
 from bendtorch.oracle.ulp import normwise
-from bendtorch.records.targets import PLAIN, RECORDS
+from bendtorch.records.targets import RECORDS
 from bendtorch.targets import NotRun, Opt, make_target
 from bendtorch.targets import tensorflow as T
 
@@ -50,12 +51,36 @@ def rows_within(got: Any, exact: Any, bound: float = ROW_ULPS) -> bool:
     return got.shape == exact.shape and max(normwise(a, c) for a, c in zip(got, exact)) <= bound
 
 
-@pytest.fixture(scope="module")
-def tf_target() -> Any:
+def tf_made(variant: str = "eager") -> Any:
     try:
-        return make_target("tensorflow")
+        return make_target("tensorflow", variant=variant)
     except NotRun as e:
         pytest.skip(f"not run: {e}")
+
+
+@pytest.fixture(scope="module", params=["eager", "tf-function"])
+def tf_target(request: pytest.FixtureRequest) -> Any:
+    """The target in each of its columns: every operation eager, and in a tf.function."""
+    return tf_made(request.param)
+
+
+@pytest.fixture(scope="module")
+def eager() -> Any:
+    """The eager column (the sweep library's functions are its eager calls)."""
+    return tf_made("eager")
+
+
+def test_the_tf_function_column_runs_graphs() -> None:
+    """In the tf.function column an operation is a tf.function traced once per input shape and kept; the eager
+    column keeps none."""
+    x = np.ones((3, 8), F32)
+    eager, graph = tf_made("eager"), tf_made("tf-function")
+    assert np.array_equal(eager.softmax(x), graph.softmax(x))
+    assert not eager._fns and graph._fns["softmax"].experimental_get_tracing_count() == 1
+    graph.softmax(x + F32(1))
+    assert graph._fns["softmax"].experimental_get_tracing_count() == 1   # the same shape: no new trace
+    graph.softmax(np.ones((4, 8), F32))
+    assert graph._fns["softmax"].experimental_get_tracing_count() == 2
 
 
 def test_linear_is_exact_on_small_integers(tf_target: Any) -> None:
@@ -192,7 +217,7 @@ _BACKWARD: dict[str, Callable[[Any, Any], Any]] = {
 
 
 @pytest.mark.parametrize("name", sorted(_FORWARD))
-def test_elementwise_functions_and_their_derivatives_agree_with_the_oracle(tf_target: Any, name: str) -> None:
+def test_elementwise_functions_and_their_derivatives_agree_with_the_oracle(eager: Any, name: str) -> None:
     """On [-4, 4] (positive for log and the roots), normwise: a function mapped to the wrong TF call (the erf GELU
     for the tanh one, a sigmoid for a SiLU) is off by far more than ROW_ULPS."""
     x = np.linspace(-4.0, 4.0, 801, dtype=F32)
@@ -205,7 +230,7 @@ def test_elementwise_functions_and_their_derivatives_agree_with_the_oracle(tf_ta
         assert normwise(T.derivative(name, x), _BACKWARD[name](f64(x), np.ones(x.size))) <= bound
 
 
-def test_the_sweep_library_gives_float32_arrays_of_the_input_s_shape(tf_target: Any) -> None:
+def test_the_sweep_library_gives_float32_arrays_of_the_input_s_shape(eager: Any) -> None:
     from bendtorch.records.libraries import LIBRARIES
     from bendtorch.reports.sweep.libraries import resolve as resolve_fn
     lib = LIBRARIES["tensorflow"]
@@ -242,11 +267,15 @@ def test_not_run_when_tensorflow_is_missing() -> None:
     assert r.stdout.splitlines() == [f"NotRun: {says}", says], r.stdout
 
 
-def test_one_column_and_the_machine_record(tf_target: Any) -> None:
+def test_two_columns_eager_and_tf_function_and_the_machine_record() -> None:
     from bendtorch.records.machine import probe
-    assert RECORDS["tensorflow"].check("cpu") == (PLAIN,) and RECORDS["tensorflow"].label("cpu") == "tensorflow"
-    v = tf_target.versions()
-    assert v["execution"] == "eager" and v["tensorflow"] == v["tensorflow-cpu"]
+    rec = RECORDS["tensorflow"]
+    assert [rec.label("cpu", v) for v in rec.check("cpu")] == ["tensorflow (eager)", "tensorflow (tf.function)"]
+    made = [tf_made(v.name) for v in rec.check("cpu")]
+    assert [t.function for t in made] == [False, True]
+    assert [t.versions()["execution"] for t in made] == ["eager", "tf.function"]
+    v = made[0].versions()
+    assert v["tensorflow"] == v["tensorflow-cpu"]
     p = probe("tensorflow")
     assert p["version"] == v["tensorflow"] and p["build"]["cuda"] is False and p["build"]["dist"] == "tensorflow-cpu"
     assert isinstance(p["build"]["onednn"], bool) and p["dispatch"]["onednn"]
@@ -254,23 +283,26 @@ def test_one_column_and_the_machine_record(tf_target: Any) -> None:
 
 # ---- the ci profile ----
 
-def test_the_ci_profile_runs_and_reproduces_the_committed_failures(tf_target: Any, tmp_path: Path) -> None:
+def test_the_ci_profile_runs_and_reproduces_the_committed_failures(tmp_path: Path) -> None:
     from bendtorch.records.machine import compare_note, machine
     from bendtorch.records.schemas import validate
+    tf_made()
     out = tmp_path / "tensorflow.json"
     r = subprocess.run([sys.executable, "-m", "bendtorch", "laws", "--target", "tensorflow", "--profile", "ci",
                         "--json", str(out)], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]  # no law errs
     doc = json.loads(out.read_text())
     validate(doc, "laws")
-    results = {r["law"]: r for r in doc["rows"]}
-    assert {r["result"] for r in doc["rows"]} <= {"passed", "failed", "not run"}
+    columns = ["tensorflow (eager)", "tensorflow (tf.function)"]
+    assert [d["target"] for d in doc["targets"]] == columns
+    results = {(r["target"], r["law"]): r["result"] for r in doc["rows"]}
+    assert set(results.values()) <= {"passed", "failed", "not run"}
     assert all(r.get("counterexample") for r in doc["rows"] if r["result"] == "failed")
-    assert [r["law"] for r in doc["rows"] if r["result"] == "not run"] == ["threads_1_vs_2"]
-    assert results["lr_zero_keeps_parameters"]["result"] == "failed"  # the subnormal flush
+    assert sorted(k for k, v in results.items() if v == "not run") == [(c, "threads_1_vs_2") for c in columns]
+    assert all(results[(c, "lr_zero_keeps_parameters")] == "failed" for c in columns)  # the subnormal flush
     committed = json.loads(COMMITTED.read_text())
     note = compare_note(committed["machine"], machine(["tensorflow"]), "tensorflow")
     if note is not None:
         pytest.skip(note)
-    failed = sorted(r["law"] for r in doc["rows"] if r["result"] == "failed")
-    assert failed == sorted(r["law"] for r in committed["rows"] if r["result"] == "failed")
+    failed = sorted((r["target"], r["law"]) for r in doc["rows"] if r["result"] == "failed")
+    assert failed == sorted((r["target"], r["law"]) for r in committed["rows"] if r["result"] == "failed")
