@@ -106,6 +106,11 @@ LIBRARIES: dict[str, SweepLibrary] = {lib.name: lib for lib in [
                  _table("onnxruntime", "OPS", ("exp", "log", "tanh", "sin", "cos", "erf", "sqrt", "rsqrt", "sigmoid",
                                                "silu", "gelu_tanh", "gelu_erf")),
                  distribution="onnxruntime", code=("bendtorch.targets.onnxruntime",)),
+    SweepLibrary("tensorflow", "TensorFlow's CPU build (tensorflow-cpu), eager: tf.exp, tf.math.log, tf.tanh, tf.sin, "
+                 "tf.cos, tf.math.erf, tf.sqrt, tf.math.rsqrt, tf.sigmoid, tf.nn.silu, tf.nn.gelu with approximate "
+                 "True (GELU's tanh form) and False (its erf form); the derivatives through tf.GradientTape",
+                 _table("tensorflow", "FUNCS", tuple(f for f in _ALL if f != "pow")),
+                 distribution="tensorflow", code=("bendtorch.targets.tensorflow",)),
     SweepLibrary("impl_exp_array", "impl's exp over a whole array (libm.exp_array, the vectorised loop the softmax, "
                  "log-softmax, cross-entropy and attention kernels and the Sigmoid and SiLU loops call), called apart "
                  "and in place: must give exp32's bits on every input", {"exp": f"{_A}.impl:EXP_ARRAY_BOTH_WAYS"},

@@ -128,11 +128,17 @@ def _onnxruntime() -> dict[str, Any]:
 
 
 def _tensorflow() -> dict[str, Any]:
+    """TensorFlow: its distribution (tensorflow-cpu: no CUDA), whether it was built with oneDNN, Keras's version; the
+    dispatch is TF_ENABLE_ONEDNN_OPTS as TensorFlow read it at import (unset: oneDNN's kernels on, on x86)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
+    from tensorflow.python.util import _pywrap_util_port as port
 
     bi = dict(tf.sysconfig.get_build_info())
     return {"version": tf.__version__, "build": {"cuda": bool(bi.get("is_cuda_build")),
-                                                 "dist": _dist_version("tensorflow-cpu") and "tensorflow-cpu"},
+                                                 "dist": _dist_version("tensorflow-cpu") and "tensorflow-cpu",
+                                                 "onednn": bool(port.IsMklEnabled()),
+                                                 "keras": _dist_version("keras")},
             "dispatch": {"onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default")}}
 
 

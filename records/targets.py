@@ -115,6 +115,14 @@ RECORDS: dict[str, TargetRecord] = {r.name: r for r in (
                  libraries=("onnxruntime", "numpy"), extra="onnx",
                  variants=(Variant("opt-all", "ORT_ENABLE_ALL", {"level": "all"}),
                            Variant("opt-none", "ORT_DISABLE_ALL", {"level": "none"}))),
+    TargetRecord("tensorflow", "bendtorch.targets.tensorflow:make",
+                 "TensorFlow's CPU build (tensorflow-cpu) in float32: tf.linalg.matmul, tf.nn's softmax, "
+                 "log-softmax, cross-entropy and dropout, attention in tf ops, tf.GradientTape, Keras's SGD and "
+                 "PyTorch's Adam in tf ops, checkpoints through tf.io.serialize_tensor; eager (TF 2's default) and "
+                 "in tf.function (jit_compile=False, grappler's graph) as two columns",
+                 libraries=("tensorflow", "numpy"), extra="tensorflow",
+                 variants=(Variant("eager", "eager", {"function": False}),
+                           Variant("tf-function", "tf.function", {"function": True}))),
 )}
 
 

@@ -7,7 +7,7 @@ library from outside the project works there as long as its module imports in th
 Python object that cannot be found again by its module and name (a lambda, a notebook's function) is a local
 library: it runs in the calling process only. The built-in adapters are the modules beside this one, one per
 family: impl (impl, impl_clib, impl_raw, the exp_array twin), pytorch (torch, torch_scalar, torch_aten and the ports
-of PyTorch's erf), numpy_ufuncs, c_library, mlx.
+of PyTorch's erf), numpy_ufuncs, c_library, mlx, onnxruntime, tensorflow.
 """
 
 from __future__ import annotations
