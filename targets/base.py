@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from bendtorch.records import optimizers
 from bendtorch.records.targets import RECORDS, SpecError
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ class Opt:
     eps: float = 1e-8
 
 
-OPTS = ("sgd", "momentum", "adam", "adamw")
+OPTS = optimizers.CONFORMANCE  # the registry's optimizers that every conformance target has
 
 
 def weights(cfg: LlamaCfg, seed: int) -> dict[str, Any]:

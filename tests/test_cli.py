@@ -54,7 +54,10 @@ def test_the_probe_sees_a_heavy_import() -> None:
 
 
 def test_command_modules_import_only_argparse_and_args_at_top() -> None:
-    allowed = {"__future__", "argparse", "bendtorch.commands.args", "pathlib", "typing", "os", "sys"}
+    # bendtorch.records' registries (optimizers, targets) import the standard library alone; the probe above checks
+    # that building the parser loads no library
+    allowed = {"__future__", "argparse", "bendtorch.commands.args", "bendtorch.records", "pathlib", "typing", "os",
+               "sys"}
     folder = Path(cli.__file__).parent / "commands"
     for f in sorted(folder.glob("*.py")):
         for node in ast.parse(f.read_text()).body:

@@ -10,9 +10,11 @@ from typing import Any
 
 import numpy as np
 
+from bendtorch.records import optimizers
+
 SUMMARY_SCHEMA_VERSION = 2  # summary.json's layout (records/schemas/summary.schema.json)
 MAX_LAYERS = 64  # smol has 30; more would only build for minutes before the first step
-OPTS = ("sgd", "momentum", "adam", "adamw", "adamw-bf16")
+OPTS = optimizers.NAMES  # the optimizer registry's command-line names
 # the options that change the numbers: what a checkpoint records and a resumed run must repeat (the data is bound
 # by its digest, not by its path: impl.checkpoint_folder.check_data)
 FLAG_KEYS = ("model", "layers", "opt", "lr", "b1", "b2", "eps", "wd", "mu", "v16", "batch", "seed")

@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 
 from bendtorch.commands.args import UsageError, default_out, float_in, int_in, will_be_writable, writable_dir
+from bendtorch.records import optimizers
 
-OPTS = ("sgd", "momentum", "adam", "adamw", "adamw-bf16")  # bendtorch.impl.train.OPTS (a test checks they agree)
+OPTS = optimizers.NAMES  # the optimizer registry (records.optimizers): imports nothing heavy
 MAX_LAYERS = 64  # bendtorch.training.options.MAX_LAYERS
 
 
