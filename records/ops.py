@@ -363,6 +363,13 @@ LAYERS: tuple[OpRecord, ...] = (
              lambda L, d: L.Attention(d["n"], d["w"], d["kvw"], d["b"], d["t"], d["kv"], d["g"], d["hd"], d["sc"]),
              lambda n, a, b: {"n": n, "w": a, "kvw": a, "b": n, "t": 1, "kv": 1, "g": 1, "hd": a, "sc": 0.5},
              conformance=("attention", "attention_grad"), laws=("protocol", "attention", "batch_invariance"),
+             shapes=({"n": 16, "w": 64, "kvw": 32, "b": 2, "t": 8, "kv": 2, "g": 2, "hd": 16, "sc": 0.25},
+                     {"n": 48, "w": 32, "kvw": 8, "b": 3, "t": 16, "kv": 1, "g": 4, "hd": 8, "sc": 0.25}),
+             outputs=("y", "dx"), bound={"y": 32.0, "dx": 32.0},
+             why="scores are float32 dots of hd terms, then expf, a sum and a division (softmax), then a dot of t "
+                 "terms (P·V; the backward pass one more level of the same): a worst case of (t + hd + small) ulps "
+                 "relative to the magnitudes, measured 2-8 ulps normwise in impl and PyTorch alike "
+                 "(tests/reference/test_attention_vs_torch.py); dx holds dQ, dK and dV in that order",
              gaps=(_covered("tests/reference/test_attention_vs_torch.py (against PyTorch's "
                             "scaled_dot_product_attention) and laws/test_attention.py"),)),
 )

@@ -1,5 +1,5 @@
 """The JSON Schemas of the documents the commands write, shipped in the package (records/schemas/NAME.schema.json):
-report (report.json), laws (`bendtorch laws --json`), sweep (a function's sweep_*.json), bench, findings (a study's
+report (report.json), accuracy (accuracy.json, the op-accuracy matrix), laws (`bendtorch laws --json`), sweep (a function's sweep_*.json), bench, findings (a study's
 result), summary (a training run's summary.json). Every such document carries `schema_version`; `validate` checks
 one against its schema (the tests do, for every document the commands write)."""
 
@@ -10,7 +10,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-NAMES = ("report", "laws", "sweep", "bench", "findings", "summary", "machine")
+NAMES = ("report", "laws", "sweep", "bench", "findings", "summary", "machine", "accuracy")
 
 
 @cache

@@ -31,7 +31,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-SCHEMA_VERSION = 4  # report.json's layout (records/schemas/report.schema.json)
+SCHEMA_VERSION = 5  # report.json's layout (records/schemas/report.schema.json)
 
 ROOT = Path(__file__).resolve().parent.parent  # the checkout, or the installed package's folder
 RESULTS = ROOT / "reports" / "results"  # the committed results
@@ -359,17 +359,32 @@ def run_ops(ops: list[Any], quick: bool, plots_dir: Path | None, quiet: bool) ->
     return rows, errors
 
 
+def accuracy_run(targets: list[Any] | None, quick: bool, only: list[str] | None, command: str,
+                 skip_not_run: bool = False) -> dict[str, Any]:
+    """The op-accuracy matrix (reports.accuracy) of the columns `targets` (reports.accuracy.columns; None: impl
+    and torch), over the measured ops (those named in `only` when given), the report's mode deciding the cases."""
+    from bendtorch.reports import accuracy as A
+
+    t0 = time.perf_counter()
+    cols = targets if targets is not None else A.columns(list(A.DEFAULT))
+    ops = [o for o in A.measured_ops() if not only or o.name in only]
+    done, not_run = A.measure(cols, quick, ops, skip_not_run)
+    return A.document(done, not_run, quick, command, time.perf_counter() - t0)
+
+
 def report(out: Path, quick: bool = False, erf_sample_n: int | None = None, plots: bool = True,
            only: list[str] | None = None, quiet: bool = False, drift: bool = True, laws: bool = True,
            erf_full_json: Path | None = None, command: str = "bendtorch report", live: bool = True,
-           shown_out: Path | None = None) -> dict[str, Any]:
+           shown_out: Path | None = None, targets: list[Any] | None = None,
+           skip_not_run: bool = False) -> dict[str, Any]:
     """Run the comparisons and write out/report.json (SCHEMA_VERSION, records/schemas/report.schema.json),
     out/REPORT.md and every file it links into out (made absolute here: the laws' subprocess runs elsewhere).
     only: op names from reference.ops.OPS (an unknown name is a ValueError, before any work; only also skips the
     model-wide sections). erf_sample_n: the erf sweep's sample size (default 20000, 2000 when quick; 0 skips it).
     live: measure PyTorch's batch-size groups and its conformance column here. shown_out: the folder as the user
-    named it, for the commands written into the report. Returns the report; rep["errors"] holds one line per
-    error."""
+    named it, for the commands written into the report. targets: the op-accuracy matrix's columns
+    (reports.accuracy.columns; None: impl and torch), skip_not_run: leave out those that cannot be made here.
+    Returns the report; rep["errors"] holds one line per error."""
     import numpy as np
 
     from bendtorch.reference.ops import OPS
@@ -391,6 +406,13 @@ def report(out: Path, quick: bool = False, erf_sample_n: int | None = None, plot
     mach = machine(["torch", "mpmath", "matplotlib"])
     rows, errors = run_ops(ops, quick, plots_dir, quiet)
     errors = [one_line(e) for e in errors]
+    acc: dict[str, Any]
+    try:
+        acc = accuracy_run(targets, quick, only, command, skip_not_run)
+        errors += [one_line(e) for e in acc["impl_failures"] + acc["errors"]]
+    except Exception as e:  # noqa: BLE001 - reported in REPORT.md and as an error
+        acc = {"status": f"failed: {type(e).__name__}: {e}"}
+        errors.append(one_line(f"op accuracy by target: {acc['status']}"))
 
     model: Any
     try:
@@ -439,7 +461,7 @@ def report(out: Path, quick: bool = False, erf_sample_n: int | None = None, plot
              "seconds": time.perf_counter() - t0, "rows": rows, "errors": errors, "model": model,
              "optimizer_study": study_md, "optimizer_study_rows": study_json, "erf": erf, "erf_full": full,
              "drift": drift_res, "laws": law_res, "live": live_res, "conformance": sections["conformance"],
-             "atlas": sections["atlas"], "findings": sections["findings"],
+             "atlas": sections["atlas"], "findings": sections["findings"], "accuracy": acc,
              "all_pass": bool(rows) and all(r["pass"] for r in rows) and not errors}
     from bendtorch.records.durable import as_json, write_json, write_text
     from bendtorch.reports.report_markdown import headline, markdown

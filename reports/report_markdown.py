@@ -67,6 +67,15 @@ def ops_table(rep: dict[str, Any]) -> list[str]:
     return L
 
 
+def accuracy_section(rep: dict[str, Any]) -> list[str]:
+    """The op-accuracy matrix (op x target, reports.accuracy), measured here."""
+    acc = rep.get("accuracy") or {"status": "not measured"}
+    if "columns" not in acc:
+        return ["\n## Op accuracy by target\n", f"not run: {acc.get('status')}"]
+    from bendtorch.reports.accuracy import matrix_markdown
+    return ["", matrix_markdown(acc)]
+
+
 def model_sections(rep: dict[str, Any]) -> list[str]:
     mo = rep.get("model")
     L = ["\n## Small model: Linear(12->32), GELUErf, LayerNorm, Linear(32->10), CrossEntropy, AdamW\n"]
@@ -210,6 +219,7 @@ def markdown(rep: dict[str, Any]) -> str:
          "figures about another library come from: measured here (a fact of this machine), or committed (a fact of "
          "the machine named); impl's figures are the same on every machine.\n"]
     L += ops_table(rep)
+    L += accuracy_section(rep)
     L += model_sections(rep)
     L += erf_sections(rep)
     L += drift_section(rep)

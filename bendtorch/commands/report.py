@@ -4,7 +4,14 @@ again on this machine (PyTorch's batch-size groups, the conformance table's torc
 ones, written as report.json (with a schema version; report.schema.json describes it) and REPORT.md, with every
 file REPORT.md links beside it (bendtorch.reports.report does the work).
 
-    bendtorch report [--out DIR] [--quick] [--erf-sample N] [--no-plots] [--only NAME ...]
+    bendtorch report [--out DIR] [--quick] [--erf-sample N] [--no-plots] [--only NAME ...] [--target SPEC ...]
+                     [--accuracy-only]
+
+--target names the columns of the op-accuracy matrix (each op x target, in ulps against the oracle; repeatable or
+comma-separated; a built-in name, pkg.mod:attr or an entry point as for `bendtorch laws`; "all": every built-in target
+that can be made here, each variant on the CPU); default impl and torch. --accuracy-only writes only that matrix, as
+ACCURACY.md and accuracy.json (records/schemas/accuracy.schema.json); the committed matrix in
+reports/results/accuracy/ is `bendtorch report --target all --accuracy-only --out reports/results/accuracy`.
 
 The default --out is bendtorch-out/report ($BENDTORCH_OUT/report when that is set); a relative --out is relative
 to the current directory. Exit code 0 when every row passes and nothing erred, 1 otherwise (each error is also one
@@ -17,6 +24,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from bendtorch.commands.args import UsageError, default_out, int_in, utf8_path, writable_dir
 
@@ -40,6 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="skip measuring PyTorch's machine-dependent facts again here (its batch-size groups "
                              "and its conformance column); the committed figures are still shown, with their "
                              "machine")
+    parser.add_argument("--target", action="append", default=None, metavar="SPEC",
+                        help="a column of the op-accuracy matrix (repeatable or comma-separated): a built-in target, "
+                             "pkg.mod:attr or an entry point's name, or 'all' (every built-in target that can be "
+                             "made here, each variant); default impl,torch")
+    parser.add_argument("--accuracy-only", action="store_true",
+                        help="write only the op-accuracy matrix (ACCURACY.md, accuracy.json) into --out")
     parser.add_argument("--erf-full", type=Path, default=None, metavar="JSON",
                         help="the full erf sweep's results to include when present (default: the committed "
                              "reports/results/atlas/erf/sweep_full.json, from `bendtorch sweep erf`)")
@@ -58,7 +72,41 @@ def _command(a: argparse.Namespace) -> str:
         parts += ["--erf-full", str(a.erf_full)]
     for o in a.only or []:
         parts += ["--only", o]
+    for t in a.target or []:
+        parts += ["--target", t]
+    parts += ["--accuracy-only"] * a.accuracy_only
     return " ".join(parts)
+
+
+def _columns(a: argparse.Namespace) -> tuple[list[Any] | None, bool]:
+    """The matrix's columns the --target options name (None: the default), resolved before any work, and whether
+    the targets that cannot be made here are left out ("all" names them)."""
+    if a.target is None:
+        return None, False
+    from bendtorch.records.targets import SpecError
+    from bendtorch.reports.accuracy import ALL, columns
+
+    try:
+        cols = columns(a.target)
+    except SpecError as e:
+        raise UsageError(f"--target: {e}") from None
+    return cols, any(p.strip() == ALL for t in a.target for p in t.split(","))
+
+
+def _accuracy_only(a: argparse.Namespace, out: Path, cols: list[Any] | None, skip: bool) -> int:
+    from bendtorch.records.durable import refuse_links, write_json, write_text
+    from bendtorch.reports.accuracy import OUTPUTS, matrix_markdown
+    from bendtorch.reports.report import accuracy_run
+
+    refuse_links(out, OUTPUTS)
+    doc = accuracy_run(cols, a.quick, a.only, _command(a), skip)
+    write_json(out / "accuracy.json", doc)
+    md = matrix_markdown(doc, heading="#")
+    write_text(out / "ACCURACY.md", md)
+    for e in doc["impl_failures"] + doc["errors"]:
+        print(f"bendtorch report: error: {' '.join(e.split())}", file=sys.stderr)
+    print(f"{len(doc['columns'])} columns, {doc['seconds']:.1f} s -> {out / 'ACCURACY.md'}, {out / 'accuracy.json'}")
+    return 1 if doc["impl_failures"] or doc["errors"] else 0
 
 
 def run(a: argparse.Namespace) -> int:
@@ -66,14 +114,18 @@ def run(a: argparse.Namespace) -> int:
         utf8_path(a.erf_full, "--erf-full")
         if not os.path.isfile(a.erf_full):
             raise UsageError(f"--erf-full {a.erf_full}: no such file")
+    cols, skip = _columns(a)
     if a.only:
         from bendtorch.reference.ops import OPS
+        from bendtorch.reports.accuracy import measured_ops
 
-        names = [o.name for o in OPS]
+        names = [o.name for o in (measured_ops() if a.accuracy_only else OPS)]
         unknown = [n for n in a.only if n not in names]
         if unknown:
             raise UsageError(f"--only: no op named {', '.join(map(repr, unknown))} (the names: {', '.join(names)})")
     out = writable_dir(default_out(a.out, "report"), "--out" if a.out is not None else "the output folder")
+    if a.accuracy_only:
+        return _accuracy_only(a, out, cols, skip)
     from bendtorch.records.durable import refuse_links
     from bendtorch.reports.report import OUTPUTS, report
 
@@ -81,7 +133,7 @@ def run(a: argparse.Namespace) -> int:
     # absolute from here on: the laws run in a subprocess whose working directory is not this one
     rep = report(out.resolve(), a.quick, a.erf_sample, not a.no_plots, a.only, a.quiet, not a.no_drift,
                  not a.no_laws, a.erf_full.resolve() if a.erf_full is not None else None, _command(a),
-                 live=not a.no_live, shown_out=out)
+                 live=not a.no_live, shown_out=out, targets=cols, skip_not_run=skip)
     for e in rep["errors"]:  # each error also in REPORT.md's Errors section
         print(f"bendtorch report: error: {e}", file=sys.stderr)
     return 0 if rep["all_pass"] else 1

@@ -51,6 +51,11 @@ def test_report_quick_validates_against_its_schema_and_its_folder_moves(tmp_path
     md = (out / "REPORT.md").read_text()
     assert "| ReLU | y | pass |" in md and "## erf sweep" in md and "## Small model" in md
     assert "**7 of 7 rows pass; 0 errors.**" in md
+    # the op-accuracy matrix, default columns impl and torch, over the selected ops it measures (Linear)
+    acc = rep["accuracy"]
+    assert [c["target"] for c in acc["columns"]] == ["impl", "torch"] and acc["impl_failures"] == []
+    assert [(r["op"], r["output"], r["status"]) for r in acc["columns"][0]["rows"]] == [("Linear", "y", "ok")]
+    assert "## Op accuracy by target" in md and "| Linear | y (linear) | " in md
     # the committed results' sections: the conformance table, the atlas, the findings with their plots
     for head in ("## Conformance", "## The float32 function atlas", "## Where the seed's orders lose to PyTorch",
                  "## Adam's c2, settled"):
@@ -79,7 +84,7 @@ def test_the_schema_rejects_a_report_with_a_row_missing_its_verdict(tmp_path: Pa
             "rows": [{**row, "pass": True}], "errors": [], "model": "skipped", "optimizer_study": "",
             "optimizer_study_rows": [], "erf": {"status": "ok"}, "erf_full": {"status": "none"}, "drift": "skipped",
             "laws": {"status": "skipped"}, "live": {"status": "skipped (--no-live)"}, "conformance": "",
-            "atlas": "", "findings": "", "all_pass": True}
+            "atlas": "", "findings": "", "all_pass": True, "accuracy": {"status": "skipped"}}
     validate(base, "report")
     with pytest.raises(jsonschema.ValidationError):
         validate({**base, "rows": [row]}, "report")
@@ -91,6 +96,8 @@ def test_the_schema_rejects_a_report_with_a_row_missing_its_verdict(tmp_path: Pa
         validate({**base, "laws": {"status": "ok"}}, "report")
     with pytest.raises(jsonschema.ValidationError):  # live measurements that say ok must carry them
         validate({**base, "live": {"status": "ok"}}, "report")
+    with pytest.raises(jsonschema.ValidationError):  # the op-accuracy matrix, or a status saying why not
+        validate({k: v for k, v in base.items() if k != "accuracy"}, "report")
 
 
 def test_an_error_is_counted_in_the_headline_one_line_on_stderr_and_exit_1(
