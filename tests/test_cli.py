@@ -132,6 +132,7 @@ def test_report_and_bench_refuse_a_bad_output_in_one_line(tmp_path: Path, capsys
         (["bench", "--json", _bad_name(tmp_path)], "is not valid UTF-8"),
         (["bench", "--json", str(tmp_path / "b.json")], "is a symbolic link"),
         (["bench", "--repeats", "2"], "argument --repeats"),
+        (["bench", "--rounds", "0"], "argument --rounds"),
         (["bench", "--models", "huge"], "argument --models"),
     ]
     for argv, want in cases:
@@ -186,8 +187,12 @@ def test_the_bench_json_validates_against_its_schema(tmp_path: Path, capsys: pyt
     from bendtorch.records.schemas import validate
 
     p = tmp_path / "bench.json"
-    assert cli.main(["bench", "--models", "tiny", "--repeats", "5", "--no-startup", "--json", str(p)]) == 0
+    assert cli.main(["bench", "--models", "tiny", "--repeats", "5", "--rounds", "2", "--no-startup", "--json",
+                     str(p)]) == 0
     doc = json.loads(p.read_text())
     validate(doc, "bench")
     assert [r["model"] for r in doc["results"]] == ["tiny"] and doc["machine"]["cpu"]["model"]
+    (r,) = doc["results"]
+    lo, hi = r["ratio_range"]  # the median of two rounds lies within their range
+    assert len(r["rounds"]) == 2 and lo <= r["ratio_impl_over_torch"] <= hi
     assert f"wrote {p}" in capsys.readouterr().out

@@ -18,6 +18,9 @@ from bendtorch.commands.args import int_in, json_target
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models", nargs="+", choices=("tiny", "smol"), default=["tiny", "smol"],
                    help="which models (default: tiny smol)")
+    p.add_argument("--rounds", type=int_in(1, 1000), default=3,
+                   help="rounds, each timing impl then PyTorch on every model; the ratios are the median over the "
+                        "rounds, with their range (default 3)")
     p.add_argument("--repeats", type=int_in(5, 10**6), default=None,
                    help="timed steps after the 2 warm-ups (>= 5; default 25 for tiny, whose steps take "
                         "milliseconds and meet the noise of a shared machine, 5 for smol)")
@@ -38,5 +41,6 @@ def run(a: argparse.Namespace) -> int:
     json_path = json_target(a.json) if a.json is not None else None
     from bendtorch.bench.bench import bench
 
-    bench(tuple(a.models), a.repeats, a.layers, a.threads, json_path, a.laws, not a.no_startup, a.state_bytes)
+    bench(tuple(a.models), a.repeats, a.layers, a.threads, json_path, a.laws, not a.no_startup, a.state_bytes,
+          a.rounds)
     return 0
