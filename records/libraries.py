@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import importlib.util
 import json
 import re
 from dataclasses import asdict, dataclass
@@ -52,6 +53,7 @@ class SweepLibrary:
     everywhere: bool = False          # the same bits on every machine: its figures are facts everywhere
     code: tuple[str, ...] = ()        # modules whose source enters the key besides the adapters'
     twin: bool = False                # a twin: checked against a library, no atlas row of its own
+    device: str | None = None         # an accelerator it runs on ("cuda"): named with --lib only, never a default
 
     def fields_digest(self) -> str:
         """sha256 of the record's fields in canonical JSON."""
@@ -115,6 +117,10 @@ LIBRARIES: dict[str, SweepLibrary] = {lib.name: lib for lib in [
                  "log-softmax, cross-entropy and attention kernels and the Sigmoid and SiLU loops call), called apart "
                  "and in place: must give exp32's bits on every input", {"exp": f"{_A}.impl:EXP_ARRAY_BOTH_WAYS"},
                  libm="portable", impl=True, everywhere=True, twin=True),
+    SweepLibrary("torch_cuda", "PyTorch CUDA float32, a large contiguous tensor on the GPU (the device is "
+                 "$BENDTORCH_SWEEP_GPU, default cuda; cpu is a stand-in that tests the path, its figures are the CPU's)",
+                 _table("pytorch", "GPU", _PORTABLE + ("erf", "sqrt", "rsqrt")), distribution="torch_cuda",
+                 device="cuda"),
     SweepLibrary("torch_gelu_erf_port", "ATen's GELU (erf form) ported op by op (bendtorch.reference.torch_erf)",
                  _table("pytorch", "PORTS", ("gelu_erf",)), code=("bendtorch.reference.torch_erf",),
                  everywhere=True, twin=True),
@@ -122,27 +128,29 @@ LIBRARIES: dict[str, SweepLibrary] = {lib.name: lib for lib in [
 
 ORDER = tuple(LIBRARIES)   # the atlas's order of columns; a library from outside comes after, by name
 
-# the built-in libraries whose distribution comes with one of bendtorch's optional extras (pyproject.toml), by name:
-# where it is not installed, a function's default libraries leave it out (named with --lib, it is an error)
-EXTRAS: dict[str, str] = {"onnxruntime": "onnx"}
+# the built-in libraries that come with one of bendtorch's optional extras (pyproject.toml), by name: the extra and
+# the module that must import (a distribution's name is not enough: TensorFlow's CPU build is tensorflow-cpu, MLX's
+# backend is mlx-cpu's). Where it is not installed, a function's default libraries leave it out (named with --lib,
+# it is an error)
+EXTRAS: dict[str, tuple[str, str]] = {"onnxruntime": ("onnx", "onnxruntime"), "mlx": ("mlx", "mlx.core"),
+                                      "tensorflow": ("tensorflow", "tensorflow")}
 
 
 def installed(name: str) -> bool:
-    """Whether a built-in library can run here: always, unless its distribution comes with an extra (EXTRAS) and
-    is not installed."""
-    lib = LIBRARIES.get(name)
-    if name not in EXTRAS or lib is None or lib.distribution is None:
+    """Whether a built-in library can run here: always, unless it comes with an extra (EXTRAS) whose module cannot
+    be found."""
+    if name not in EXTRAS:
         return True
     try:
-        importlib.metadata.version(lib.distribution)
-    except importlib.metadata.PackageNotFoundError:
+        return importlib.util.find_spec(EXTRAS[name][1]) is not None
+    except (ImportError, ValueError):  # a parent package that fails to import, or a broken one
         return False
-    return True
 
 
 def providers(function: str) -> tuple[str, ...]:
     """The built-in libraries that provide `function` (twins aside), in the atlas's order."""
-    return tuple(n for n, lib in LIBRARIES.items() if function in lib.functions and not lib.twin)
+    return tuple(n for n, lib in LIBRARIES.items()
+                 if function in lib.functions and not lib.twin and lib.device is None)
 
 
 def rank(name: str) -> tuple[int, str]:

@@ -105,6 +105,24 @@ def _torch() -> dict[str, Any]:
             "dispatch": {"cpu_capability": str(torch.backends.cpu.get_cpu_capability())}}
 
 
+def _torch_cuda() -> dict[str, Any]:
+    """PyTorch's probe and the device torch_cuda runs on: the GPU's name, compute capability and CUDA runtime, or the
+    CPU stand-in (its figures are the CPU's, named so)."""
+    import torch
+
+    out = _torch()
+    dev = os.environ.get("BENDTORCH_SWEEP_GPU") or "cuda"
+    if dev == "cuda" and torch.cuda.is_available():
+        cap = torch.cuda.get_device_capability(0)
+        cudnn = torch.backends.cudnn.version()  # type: ignore[no-untyped-call]
+        out["dispatch"] = {**out["dispatch"], "device": "cuda", "gpu": torch.cuda.get_device_name(0),
+                           "capability": f"{cap[0]}.{cap[1]}", "cuda_runtime": str(torch.version.cuda),
+                           "cudnn": str(cudnn)}
+    else:
+        out["dispatch"] = {**out["dispatch"], "device": "cpu (stand-in)" if dev == "cpu" else "none: no GPU"}
+    return out
+
+
 def _numba() -> dict[str, Any]:
     import llvmlite.binding as ll  # type: ignore[import-untyped]
     import numba
@@ -188,7 +206,7 @@ def _clib() -> dict[str, Any]:
 
 
 PROBES: dict[str, Callable[[], dict[str, Any]]] = {
-    "numpy": _numpy, "torch": _torch, "numba": _numba, "jax": _jax, "onnxruntime": _onnxruntime,
+    "numpy": _numpy, "torch": _torch, "torch_cuda": _torch_cuda, "numba": _numba, "jax": _jax, "onnxruntime": _onnxruntime,
     "tensorflow": _tensorflow, "mlx": _mlx, "clib": _clib,
 }
 

@@ -195,3 +195,15 @@ def test_default_outputs_and_caches_have_one_place_each(tmp_path: Path, monkeypa
     assert paths.cache_dir("hypothesis") == tmp_path / "c" / "hypothesis" and (tmp_path / "c" / "hypothesis").is_dir()
     monkeypatch.delenv(paths.CACHE_ENV)
     assert not str(paths.cache_root()).startswith(str(Path.cwd()))  # never the current directory
+
+
+def test_a_library_of_an_extra_is_installed_when_its_module_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each extra's library is judged by the module it imports (TensorFlow's CPU build is the distribution
+    # tensorflow-cpu, so a distribution's name would call it missing); a module that cannot be found is missing
+    import importlib.util
+
+    from bendtorch.records import libraries
+    for name, (_, module) in libraries.EXTRAS.items():
+        assert libraries.installed(name) == (importlib.util.find_spec(module) is not None), name
+    monkeypatch.setitem(libraries.EXTRAS, "tensorflow", ("tensorflow", "no_such_module_for_the_test"))
+    assert not libraries.installed("tensorflow") and libraries.installed("numpy")

@@ -44,7 +44,7 @@ def default_libraries(function: str) -> list[str]:
     names = list(providers(function))
     left = [n for n in names if not installed(n)]
     if left:
-        hints = ", ".join(f"{n}: pip install 'bendtorch[{EXTRAS[n]}]'" for n in left)
+        hints = ", ".join(f"{n}: pip install 'bendtorch[{EXTRAS[n][0]}]'" for n in left)
         print(f"sweep: {function} without {', '.join(left)} (not installed; {hints})", file=sys.stderr)
     return [n for n in names if n not in left]
 
@@ -59,6 +59,12 @@ def libraries_for(fn: SweepFunction, libs: Sequence[LibArg] | None) -> list[Swee
             check_provides(lib, fn.name)
         except LibraryError as e:
             raise SweepError(f"--lib {e}") from None
+        if lib.device is not None:  # an accelerator's library: one line before any work where there is none
+            from bendtorch.reports.sweep.libraries.pytorch import gpu_device
+            try:
+                gpu_device()
+            except RuntimeError as e:
+                raise SweepError(f"--lib {lib.name}: {e}") from None
         if lib.name not in {x.name for x in out}:
             out.append(lib)
     if not out:

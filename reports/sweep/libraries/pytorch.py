@@ -1,11 +1,13 @@
 """PyTorch's float32 CPU functions as sweep libraries: VECTOR (a large contiguous tensor: the vectorised loops, the
 library torch), STRIDED (a strided view: the loop a non-contiguous tensor takes, torch_scalar), ATEN (ATen's kernel
 with oneDNN disabled, torch_aten) and PORTS (bendtorch.reference.torch_erf's op-by-op ports of the erf inside ATen's
-GELU and of that GELU: torch_gelu_erf_aten and the gelu_erf entry's twin). The derivatives are ATen's backward
+GELU and of that GELU: torch_gelu_erf_aten and the gelu_erf entry's twin) and GPU (a contiguous tensor on the
+device gpu_device() names: the library torch_cuda). The derivatives are ATen's backward
 kernels with dy = 1."""
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Any, Callable
 
@@ -55,6 +57,32 @@ def _call(fn: Fn, x: Any, strided: bool, aten: bool) -> Any:
 VECTOR = {f: _run(op, False, False) for f, op in _OPS.items()}
 STRIDED = {f: _run(op, True, False) for f, op in _OPS.items()}
 ATEN = {f: _run(op, False, True) for f, op in _OPS.items()}
+
+GPU_ENV = "BENDTORCH_SWEEP_GPU"  # the device of the torch_cuda library: cuda (default), or cpu as a stand-in
+
+
+def gpu_device() -> str:
+    """The device torch_cuda runs on; RuntimeError "not run: no GPU" where it is cuda and none is present."""
+    dev = os.environ.get(GPU_ENV) or "cuda"
+    if dev not in ("cuda", "cpu"):
+        raise RuntimeError(f"${GPU_ENV}={dev!r}: cuda or cpu (a stand-in)")
+    if dev == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"not run: no GPU (torch.cuda.is_available() is false; ${GPU_ENV}=cpu runs the same path "
+                           f"on the CPU as a stand-in)")
+    return dev
+
+
+def _on_gpu(fn: Fn) -> Fn:
+    """fn on the device's copy of a chunk (one transfer each way); the chunk is the unit the GPU computes at once."""
+    def run(x: Any) -> Any:
+        dev = gpu_device()
+        with torch.no_grad():
+            t = torch.from_numpy(np.ascontiguousarray(x)).to(dev)
+            return np.ascontiguousarray(fn(t).cpu().numpy(), dtype=np.float32)
+    return run
+
+
+GPU = {f: _on_gpu(op) for f, op in _OPS.items()}
 
 PORTS: dict[str, Fn] = {
     "erf": lambda x: np.asarray(erf_as_np(x), dtype=np.float32),
