@@ -207,3 +207,33 @@ def test_a_library_of_an_extra_is_installed_when_its_module_is_found(monkeypatch
         assert libraries.installed(name) == (importlib.util.find_spec(module) is not None), name
     monkeypatch.setitem(libraries.EXTRAS, "tensorflow", ("tensorflow", "no_such_module_for_the_test"))
     assert not libraries.installed("tensorflow") and libraries.installed("numpy")
+
+
+def _sweep_problems(acts: Any) -> list[str]:
+    """Each activation record's atlas functions (value, derivative) must be sweep functions that impl's library
+    provides (its KERNEL table is built from the same records), or the record has a gap on the sweep axis."""
+    from bendtorch.records.functions import FUNCTIONS
+    from bendtorch.records.libraries import LIBRARIES
+    bad = []
+    for op in acts:
+        if op.act.sweep is None:
+            bad += [] if any(g.axis == "sweep" for g in op.gaps) else [f"{op.name}: no sweep names and no gap"]
+            continue
+        bad += [f"{op.name}: {n}" for n in op.act.sweep if n not in FUNCTIONS or n not in LIBRARIES["impl"].functions]
+    return bad
+
+
+def test_every_activation_reaches_the_atlas_from_its_record() -> None:
+    import dataclasses
+
+    from bendtorch.records.ops import ACTIVATIONS
+    from bendtorch.reports.sweep.libraries import impl
+    assert _sweep_problems(ACTIVATIONS) == []
+    named = {n for op in ACTIVATIONS if op.act and op.act.sweep for n in op.act.sweep}
+    assert named <= set(impl.KERNEL) and len(named) == 10
+    op = next(o for o in ACTIVATIONS if o.name == "SiLU")
+    assert op.act is not None
+    broken = dataclasses.replace(op, act=dataclasses.replace(op.act, sweep=("silu", "dsilu_nosuch")))
+    assert _sweep_problems([broken]) == ["SiLU: dsilu_nosuch"]
+    relu = next(o for o in ACTIVATIONS if o.name == "ReLU")
+    assert _sweep_problems([dataclasses.replace(relu, gaps=())]) == ["ReLU: no sweep names and no gap"]

@@ -15,6 +15,7 @@ from bendtorch.impl.kernels import elementwise as E
 from bendtorch.impl.kernels import libm, portable
 from bendtorch.impl.kernels.erf import erf32
 from bendtorch.oracle.functions import ROPE_BASE
+from bendtorch.records.ops import ACTIVATIONS
 from bendtorch.reports.sweep.libraries.maps import map1, map_d, map_d_out
 
 Fn = Callable[[Any], Any]
@@ -51,14 +52,26 @@ def _grad_out(d: Any, f: Any) -> Fn:
     return lambda x: map_d_out(d, f, x)
 
 
+def _activations() -> dict[str, Fn]:
+    """The atlas's value and derivative of every activation, from its op record (records.ops.ACTIVATIONS): the same
+    kernels impl's dispatch is generated from, `{kernel}_v(x)` and `{kernel}_d` with dy = 1, the derivative reading
+    the saved output or the input as the layer's backward pass does (ActOut, main.bend line 749; ActIn, line 1052)."""
+    out: dict[str, Fn] = {}
+    for op in ACTIVATIONS:
+        a = op.act
+        if a is None or a.sweep is None:
+            continue
+        v, d = getattr(E, f"{a.kernel}_v"), getattr(E, f"{a.kernel}_d")
+        out[a.sweep[0]] = _scalar(v)
+        out[a.sweep[1]] = _grad_out(d, v) if a.saves_output else _grad_in(d)
+    return out
+
+
 KERNEL: dict[str, Fn] = {
     **{k: _scalar(f) for k, f in {
-        "exp": libm.exp32, "log": libm.log32, "tanh": E.tanh_v, "sin": libm.sin32, "cos": libm.cos32, "pow": _pow,
-        "erf": erf32, "sqrt": _sqrt, "rsqrt": _rsqrt, "sigmoid": E.sigmoid_v, "silu": E.silu_v,
-        "gelu_tanh": E.gelu_v, "gelu_erf": E.gelu_erf_v}.items()},
-    **{k: _grad_in(d) for k, d in {"dsilu": E.silu_d, "dgelu_tanh": E.gelu_d, "dgelu_erf": E.gelu_erf_d}.items()},
-    "dsigmoid": _grad_out(E.sigmoid_d, E.sigmoid_v),
-    "dtanh": _grad_out(E.tanh_d, E.tanh_v),
+        "exp": libm.exp32, "log": libm.log32, "sin": libm.sin32, "cos": libm.cos32, "pow": _pow,
+        "erf": erf32, "sqrt": _sqrt, "rsqrt": _rsqrt}.items()},
+    **_activations(),
 }
 
 RAW: dict[str, Fn] = {f: _scalar(getattr(portable, f"raw_{f}32")) for f in ("exp", "log", "tanh", "sin", "cos")}
