@@ -20,11 +20,11 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
+from tests import target_checks as C
+from tests.target_checks import ROW_ULPS, f64
+
 from bendtorch.impl.llama import config
-from bendtorch.laws.verdict import exact_rne
-from bendtorch.oracle import attention as OA
 from bendtorch.oracle import funcs as OF
-from bendtorch.oracle import layers as OL
 from bendtorch.oracle.ulp import normwise
 from bendtorch.records.targets import PLAIN, RECORDS
 from bendtorch.targets import NotApplicable, NotRun, column, make_target, resolve
@@ -37,18 +37,6 @@ except NotRun as e:
 F32 = np.float32
 COMMITTED = Path(__file__).resolve().parent.parent / "reports" / "results" / "conformance" / "mlx.json"
 
-# A bound in ulps of each row's largest exact value (oracle.ulp.normwise): MLX's exp is within about 3.5 ulps and a
-# row's sum of 40 terms and its division add a few more; a wrong axis, a missing max shift, a weight used
-# untransposed or heads read in the wrong order are off by thousands of ulps.
-ROW_ULPS = 8.0
-
-
-def f64(a: Any) -> Any:
-    return np.asarray(a, np.float64)
-
-
-def rows_within(got: Any, exact: Any, bound: float = ROW_ULPS) -> bool:
-    return got.shape == exact.shape and max(normwise(a, c) for a, c in zip(got, exact)) <= bound
 
 
 @pytest.fixture(scope="module")
@@ -57,52 +45,19 @@ def mlx() -> Any:
 
 
 def test_linear_is_exact_on_small_integers(mlx: Any) -> None:
-    """Every product and partial sum of integers below 2^24 is exact in float32, so any summation order gives the
-    exact x·Wᵀ + b: MLX's nn.Linear must give numpy's float64 result rounded, bit for bit."""
-    r = np.random.default_rng(0)
-    x, w, b = (r.integers(-4, 5, s).astype(F32) for s in ((5, 17), (3, 17), (3,)))
-    assert np.array_equal(mlx.linear(x, w, b), (f64(x) @ f64(w).T + f64(b)).astype(F32))
-    assert np.array_equal(mlx.linear(x, w, None), (f64(x) @ f64(w).T).astype(F32))
+    C.linear_is_exact_on_small_integers(mlx)
 
 
 def test_row_operations_agree_with_the_oracle(mlx: Any) -> None:
-    r = np.random.default_rng(1)
-    x = r.standard_normal((6, 40)).astype(F32)
-    w, b = r.standard_normal(40).astype(F32), r.standard_normal(40).astype(F32)
-    assert rows_within(mlx.softmax(x), OL.softmax(f64(x)))
-    assert rows_within(mlx.log_softmax(x), OL.log_softmax(f64(x)))
-    lab = r.integers(0, 40, 6)
-    assert rows_within(mlx.ce_rows(x, lab)[:, None], -OL.log_softmax(f64(x))[np.arange(6), lab][:, None])
-    X = f64(x)
-    rms = X / np.sqrt(np.mean(X * X, axis=1, keepdims=True) + 1e-5) * f64(w)
-    assert rows_within(mlx.rms_norm(x, w, 1e-5), rms)
-    mu = X.mean(axis=1, keepdims=True)
-    ln = (X - mu) / np.sqrt(((X - mu) ** 2).mean(axis=1, keepdims=True) + 1e-5) * f64(w) + f64(b)
-    assert rows_within(mlx.layer_norm(x, w, b, 1e-5), ln)
+    C.row_operations_agree_with_the_oracle(mlx)
 
 
 def test_grouped_causal_attention_and_its_gradient_agree_with_the_oracle(mlx: Any) -> None:
-    """Two sequences, 4 query heads over 2 key/value heads, 5 positions: the output and dQ, dK, dV within a few
-    ulps of the float64 oracle (normwise over all of each), which reads key/value head a // 2 for query head a."""
-    b, h, kv, t, hd, sc = 2, 4, 2, 5, 8, 0.35
-    r = np.random.default_rng(2)
-    q, k, v = (r.standard_normal(s).astype(F32) for s in ((b, h, t, hd), (b, kv, t, hd), (b, kv, t, hd)))
-
-    def lay(a: Any) -> Any:  # (b, heads, t, hd) -> the oracle's (b t) x (heads hd)
-        return f64(a).transpose(0, 2, 1, 3).reshape(b * t, -1)
-
-    want = OA.attention_fwd(lay(q), lay(k), lay(v), b, t, kv, h // kv, hd, sc)
-    assert normwise(lay(mlx.attention(q, k, v, sc)), want) <= ROW_ULPS
-    grads = OA.attention_bwd(lay(q), lay(k), lay(v), lay(q), b, t, kv, h // kv, hd, sc)
-    for got, exact in zip(mlx.attention_grad(q, k, v, q, sc), grads):
-        assert normwise(lay(got), exact) <= ROW_ULPS
+    C.grouped_causal_attention_agrees_with_the_oracle(mlx)
 
 
 def test_bf16_dropout_and_erf(mlx: Any) -> None:
-    u = np.array([0x3F808000, 0x3F818000, 0x7F7FFFFF, 0x00008000, 0x3F800001, 0xBF7FFFFF], np.uint32)
-    assert np.array_equal(mlx.bf16_bits(u.view(F32)), np.array([exact_rne(int(a)) for a in u], np.uint16))
-    x = np.random.default_rng(3).integers(0, 2**32, (3, 5), dtype=np.uint64).astype(np.uint32).view(F32)
-    assert np.array_equal(mlx.dropout(x, 0.0).view(np.uint32), x.view(np.uint32))
+    C.bf16_and_dropout_zero_are_exact(mlx)
     # erf on [0.5, 4] (MLX's erf is far off for small |x|: the sweep's atlas measures that)
     z = np.linspace(0.5, 4.0, 200, dtype=F32)
     assert normwise(mlx.erf(z), OF.erf(f64(z))) <= ROW_ULPS
