@@ -2,7 +2,8 @@
 (`answers`: the correctly rounded results, computed before the timing and looked up by the chunk they belong to),
 so what is timed is the worker's chunk pass alone (bendtorch.reports.sweep.chunkpass.run_task: the reference, the
 hard cases, the statistics pass). A few chunks spread over the positive patterns, each timed `repeats` times in this
-process; the figure is the median over the repeats of the chunks' total time over their inputs. With --lib, a
+process; the figure is the median over the repeats of the chunks' total time over their inputs: the process's CPU time
+(a busy machine's waits left out), and the wall time beside it. With --lib, a
 built-in library is timed the same way instead (its own cost included).
 
     python -m bendtorch.bench.checker [--functions exp,tanh,erf,dsilu] [--chunks 8] [--patterns 1048576]
@@ -61,15 +62,18 @@ def measure(function: str, lib_name: str, chunks: int, patterns: int, repeats: i
     if lib_name == LIBRARY:
         prepare(function, starts[0], starts[0] + 64)
     run_task((fn, (lib,), (starts[0], starts[0] + 64)))  # compiled before the timing
-    per = []
+    per, wall = [], []
+    inputs = 2 * patterns * len(starts)
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, w0 = time.process_time(), time.perf_counter()
         for s in starts:
             run_task((fn, (lib,), (s, s + patterns)))
-        per.append((time.perf_counter() - t0) / (2 * patterns * len(starts)) * 1e9)
+        per.append((time.process_time() - t0) / inputs * 1e9)
+        wall.append((time.perf_counter() - w0) / inputs * 1e9)
     ANSWERS.clear()
     return {"function": function, "library": lib_name, "ns_per_input": round(statistics.median(per), 2),
-            "repeats": [round(p, 2) for p in per], "inputs": 2 * patterns * len(starts)}
+            "repeats": [round(p, 2) for p in per], "wall_ns_per_input": round(statistics.median(wall), 2),
+            "inputs": inputs}
 
 
 def main(argv: list[str] | None = None) -> None:
