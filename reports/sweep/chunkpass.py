@@ -76,12 +76,25 @@ class Reference:
     by_rule: Any           # HALF_X_RULE: [decided, float64 rounding wrong]
 
 
-def reference(fn: SweepFunction, bits: Any) -> Reference:
-    """The function's reference on the positive patterns `bits` (uint32, sign bit clear) and their negatives."""
+_WORK: dict[str, Any] = {}  # this process's chunk buffers by use, reused by the next chunk of the same size
+
+
+def work(use: str, size: int, dtype: Any, zero: bool = False) -> Any:
+    """This process's buffer for `use` (a chunk's arrays: fresh pages cost more than the pass that fills them, so
+    each worker keeps one of each, the latest chunk's size), zeroed when made if `zero`."""
+    a = _WORK.get(use)
+    if a is None or a.size != size or a.dtype != dtype:
+        a = _WORK[use] = np.zeros(size, dtype=dtype) if zero else np.empty(size, dtype=dtype)
+    return a
+
+
+def reference(fn: SweepFunction, bits: Any, reuse: bool = False) -> Reference:
+    """The function's reference on the positive patterns `bits` (uint32, sign bit clear) and their negatives; with
+    `reuse`, in this process's buffers (good until the next chunk's reference)."""
     sym = K.SYMMETRY[fn.symmetry]
     n = bits.size
-    y64 = np.empty(2 * n)
-    c32 = np.empty(2 * n, dtype=np.float32)
+    y64 = work("y64", 2 * n, np.float64) if reuse else np.empty(2 * n)
+    c32 = work("c32", 2 * n, np.float32) if reuse else np.empty(2 * n, dtype=np.float32)
     ref = resolve_ref(fn.reference)
     hi, scale = np.empty(HARD_ROOM, dtype=np.int64), np.empty(HARD_ROOM)
     nh = K.ref_pass(ref, bits, sym, y64, c32, hi, scale)
@@ -121,12 +134,17 @@ def process_bits(fn: SweepFunction, libs: tuple[SweepLibrary, ...], bits: Any) -
     sym = K.SYMMETRY[fn.symmetry]
     bits = np.ascontiguousarray(bits, dtype=np.uint32)
     n = bits.size
-    ref = reference(fn, bits)
+    ref = reference(fn, bits, reuse=True)
     y64, c32 = ref.y64, ref.c32
-    xs = np.concatenate([bits, bits | np.uint32(0x80000000)]).view(np.float32)
-    pcs = np.zeros(n, dtype=np.int64)
+    xb = work("xs", 2 * n, np.uint32)
+    xb[:n] = bits
+    np.bitwise_or(bits, np.uint32(0x80000000), out=xb[n:])
+    xs = xb.view(np.float32)
     if fn.piece_of:
+        pcs = work("pieces", n, np.int64)
         K.pieces(resolve_ref(fn.piece_of), bits, pcs)
+    else:
+        pcs = work("one_piece", n, np.int64, zero=True)  # never written: all inputs in piece 0
     t_ref = time.perf_counter() - t0
     res = {}
     for lib in libs:

@@ -163,10 +163,36 @@ def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, pcs: Any, sym: int, cnt: A
         sbit = np.uint32(0x80000000) if h == 1 else np.uint32(0)
         for i in range(n):
             k = h * n + i
-            b = bits[i] | sbit
-            x = _u2f(b)
+            ab = bits[i]
+            b = ab | sbit
             ri = r[k]
             ci = c32[k]
+            normal = ab >= np.uint32(0x00800000) and ab < np.uint32(0x7F800000)
+            if normal and _f2u(ri) == _f2u(ci) and abs(ci) < np.inf:
+                # the common input, on a short path: x normal, the result the reference's bits and a number (so the
+                # reference's float64 value is finite): correctly rounded, counted as the path below counts it
+                if sym != 0 and h == 1:
+                    rp = r[i]
+                    want = _f2u(rp) ^ np.uint32(0x80000000) if sym == ODD else _f2u(rp)
+                    if _f2u(ri) != want and not (ri != ri and rp != rp):
+                        symv[0] += 1
+                ex = y64[k]
+                e = abs(np.float64(ri) - ex) / ulp32_1(ex)
+                pc = pcs[i]
+                cnt[h, pc, C_N] += 1
+                cnt[h, pc, C_CR] += 1
+                cnt[h, pc, C_W1] += 1
+                if e < 1.0:
+                    cnt[h, pc, C_FAITH] += 1
+                if e > maxu[h, pc]:
+                    maxu[h, pc] = e
+                    argb[h, pc] = np.int64(b)
+                hist[_hbin(e)] += 1
+                xb = int(ab >> np.uint32(XSHIFT))
+                if e > bmax[h, xb]:
+                    bmax[h, xb] = e
+                continue
+            x = _u2f(b)
             if x != x:
                 if ri != ri:
                     nanst[0] += 1
