@@ -152,6 +152,16 @@ def half_x_ties(bits: Any, y64: Any, c32: Any, hard: Any) -> tuple[Any, Any]:
 
 
 @numba.njit(cache=True)
+def _inv_ulp32(y: float) -> float:
+    """1 / ulp32_1(y) for a finite y, built from its bits: a power of two, so |d| * it is |d| / ulp32_1(y) exactly."""
+    ay = abs(y)
+    if ay < 2.0 ** -126:
+        return 2.0 ** 149
+    e = np.int64((np.float64(ay).view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF))  # biased: e - 1023
+    return np.uint64((2046 - e + 23) << 52).view(np.float64)
+
+
+@numba.njit(cache=True)
 def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, pcs: Any, sym: int, cnt: Any, maxu: Any,
                argb: Any, maxabs: Any, hist: Any, bmax: Any, nanst: Any, symv: Any, spn: Any, spbad: Any,
                submax: Any, miss: Any, miss_want: Any, miss_n: Any) -> None:
@@ -161,6 +171,8 @@ def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, pcs: Any, sym: int, cnt: A
     n = bits.size
     for h in range(2):
         sbit = np.uint32(0x80000000) if h == 1 else np.uint32(0)
+        n0 = 0  # the short path's inputs of piece 0 and of them the faithful, counted here, added below
+        f0 = 0
         for i in range(n):
             k = h * n + i
             ab = bits[i]
@@ -177,13 +189,18 @@ def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, pcs: Any, sym: int, cnt: A
                     if _f2u(ri) != want and not (ri != ri and rp != rp):
                         symv[0] += 1
                 ex = y64[k]
-                e = abs(np.float64(ri) - ex) / ulp32_1(ex)
+                e = abs(np.float64(ri) - ex) * _inv_ulp32(ex)
                 pc = pcs[i]
-                cnt[h, pc, C_N] += 1
-                cnt[h, pc, C_CR] += 1
-                cnt[h, pc, C_W1] += 1
-                if e < 1.0:
-                    cnt[h, pc, C_FAITH] += 1
+                if pc == 0:
+                    n0 += 1
+                    if e < 1.0:
+                        f0 += 1
+                else:
+                    cnt[h, pc, C_N] += 1
+                    cnt[h, pc, C_CR] += 1
+                    cnt[h, pc, C_W1] += 1
+                    if e < 1.0:
+                        cnt[h, pc, C_FAITH] += 1
                 if e > maxu[h, pc]:
                     maxu[h, pc] = e
                     argb[h, pc] = np.int64(b)
@@ -257,6 +274,10 @@ def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, pcs: Any, sym: int, cnt: A
             xb = int(bits[i] >> np.uint32(XSHIFT))
             if e > bmax[h, xb]:
                 bmax[h, xb] = e
+        cnt[h, 0, C_N] += n0
+        cnt[h, 0, C_CR] += n0
+        cnt[h, 0, C_W1] += n0
+        cnt[h, 0, C_FAITH] += f0
 
 
 @numba.njit
