@@ -148,6 +148,28 @@ def test_a_chunk_with_more_hard_cases_than_one_pass_lists() -> None:
     assert np.array_equal(got.hard_bits, want.hard_bits)
 
 
+def test_chunks_on_two_threads_give_the_figures_of_one() -> None:
+    """Each thread has its own chunk buffers: two chunks run at once on two threads (a Dask worker's) give what
+    they give one after the other."""
+    import threading
+
+    from bendtorch.reports.sweep import chunkpass as CP
+
+    fn, lib = FUNCTIONS["tanh"], LIBRARIES["numpy"]
+    ranges = [(0x3E000000, 0x3E000000 + (1 << 16)), (0x40000000, 0x40000000 + (1 << 17))]
+    want = [CP.run_task((fn, (lib,), r))["numpy"] for r in ranges]
+    for _ in range(3):
+        got: dict[int, Any] = {}
+        ts = [threading.Thread(target=lambda j=j: got.__setitem__(j, CP.run_task((fn, (lib,), ranges[j]))["numpy"]))
+              for j in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        for j in range(2):
+            assert all(np.array_equal(got[j][k], want[j][k], equal_nan=True) for k in want[j] if k != "seconds")
+
+
 def test_specials_of_the_reference() -> None:
     ref = {f: _reference(f, np.array([0.0, -0.0, np.inf, -np.inf, np.nan], dtype=np.float32)) for f in FUNCTIONS}
     bits = {f: [int(np.float32(v).view(np.uint32)) for v in r[:4]] for f, r in ref.items()}

@@ -13,6 +13,7 @@ HALF_X_RULE decides, a proof from the function's form instead of mpmath.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -76,15 +77,16 @@ class Reference:
     by_rule: Any           # HALF_X_RULE: [decided, float64 rounding wrong]
 
 
-_WORK: dict[str, Any] = {}  # this process's chunk buffers by use, reused by the next chunk of the same size
+_WORK = threading.local()  # each thread's chunk buffers by use (a Dask worker may run tasks on several threads)
 
 
 def work(use: str, size: int, dtype: Any, zero: bool = False) -> Any:
-    """This process's buffer for `use` (a chunk's arrays: fresh pages cost more than the pass that fills them, so
+    """This thread's buffer for `use` (a chunk's arrays: fresh pages cost more than the pass that fills them, so
     each worker keeps one of each, the latest chunk's size), zeroed when made if `zero`."""
-    a = _WORK.get(use)
+    bufs: dict[str, Any] = _WORK.__dict__.setdefault("bufs", {})
+    a = bufs.get(use)
     if a is None or a.size != size or a.dtype != dtype:
-        a = _WORK[use] = np.zeros(size, dtype=dtype) if zero else np.empty(size, dtype=dtype)
+        a = bufs[use] = np.zeros(size, dtype=dtype) if zero else np.empty(size, dtype=dtype)
     return a
 
 
