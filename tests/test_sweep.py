@@ -116,6 +116,60 @@ def test_the_half_x_rule_agrees_with_mpmath(func: str) -> None:
     assert wrong == ref.by_rule[1] and 0.3 * xs.size < wrong < 0.7 * xs.size
 
 
+def test_the_midpoint_from_the_bits_is_mid_f32() -> None:
+    """The hard-case test's rounding boundary, read from the bits, is oracle.erf.mid_f32's on float32 values of
+    every binade (subnormals, powers of two, zero) and y on either side."""
+    from bendtorch.oracle.erf import mid_f32
+
+    rng = np.random.default_rng(11)
+    cb = np.concatenate([rng.integers(0, 0x7F800000, 20000), [0, 1, 0x007FFFFF, 0x00800000, 0x00800001, 0x01000000,
+                                                            0x3F800000, 0x7F000000, 0x7F7FFFFF]]).astype(np.uint32)
+    for c in cb.view(np.float32).astype(np.float64):
+        for y in (c, np.nextafter(c, 0.0), np.nextafter(c, math.inf)):
+            if y >= 0.0:
+                assert K._mid32(y, c) == mid_f32(y, c), (y, c)
+
+
+def test_a_chunk_with_more_hard_cases_than_one_pass_lists() -> None:
+    """More hard cases than the reference's first pass has room for (SiLU's ties at x/2 on subnormals): the pass
+    runs again with room for all, and the reference is the one a pass with room to spare gives."""
+    from bendtorch.reports.sweep import chunkpass as CP
+
+    bits = np.arange(1, 3 * CP.HARD_ROOM, dtype=np.uint32)
+    got = reference(FUNCTIONS["silu"], bits)
+    assert got.by_rule[0] > CP.HARD_ROOM
+    old = CP.HARD_ROOM
+    try:
+        CP.HARD_ROOM = 8 * old
+        want = reference(FUNCTIONS["silu"], bits)
+    finally:
+        CP.HARD_ROOM = old
+    assert (got.c32.view(np.uint32) == want.c32.view(np.uint32)).all() and (got.by_rule == want.by_rule).all()
+    assert np.array_equal(got.hard_bits, want.hard_bits)
+
+
+def test_chunks_on_two_threads_give_the_figures_of_one() -> None:
+    """Each thread has its own chunk buffers: two chunks run at once on two threads (a Dask worker's) give what
+    they give one after the other."""
+    import threading
+
+    from bendtorch.reports.sweep import chunkpass as CP
+
+    fn, lib = FUNCTIONS["tanh"], LIBRARIES["numpy"]
+    ranges = [(0x3E000000, 0x3E000000 + (1 << 16)), (0x40000000, 0x40000000 + (1 << 17))]
+    want = [CP.run_task((fn, (lib,), r))["numpy"] for r in ranges]
+    for _ in range(3):
+        got: dict[int, Any] = {}
+        ts = [threading.Thread(target=lambda j=j: got.__setitem__(j, CP.run_task((fn, (lib,), ranges[j]))["numpy"]))
+              for j in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        for j in range(2):
+            assert all(np.array_equal(got[j][k], want[j][k], equal_nan=True) for k in want[j] if k != "seconds")
+
+
 def test_specials_of_the_reference() -> None:
     ref = {f: _reference(f, np.array([0.0, -0.0, np.inf, -np.inf, np.nan], dtype=np.float32)) for f in FUNCTIONS}
     bits = {f: [int(np.float32(v).view(np.uint32)) for v in r[:4]] for f, r in ref.items()}
@@ -193,9 +247,10 @@ def test_the_committed_erf_sweeps_hard_cases_are_flagged_again() -> None:
     first = json.loads(path.read_text())["hard_cases"]["first"]
     bits = np.array([int(h["bits"], 16) for h in first], dtype=np.uint32)
     n = bits.size
-    y64, c32, sc, u = np.empty(2 * n), np.empty(2 * n, np.float32), np.empty(2 * n), np.empty(2 * n)
-    hard = np.empty(2 * n, dtype=np.bool_)
-    assert K.ref_pass(resolve_ref(FUNCTIONS["erf"].reference), bits, K.ODD, y64, c32, sc, u, hard) == n
+    y64, c32 = np.empty(2 * n), np.empty(2 * n, np.float32)
+    hard, sc = np.empty(2 * n, dtype=np.int64), np.empty(2 * n)
+    assert K.ref_pass(resolve_ref(FUNCTIONS["erf"].reference), bits, K.ODD, y64, c32, hard, sc) == n
+    assert list(hard[:n]) == list(range(n))
     for k, h in enumerate(first):
         r32 = round32_mp(_mp("erf"), float(_f32(int(bits[k]))), float(sc[k]))[0]
         assert bool(r32 != c32[k]) == h["float64_rounding_wrong"], h

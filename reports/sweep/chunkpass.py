@@ -13,6 +13,7 @@ HALF_X_RULE decides, a proof from the function's form instead of mpmath.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -26,6 +27,7 @@ from bendtorch.reports.sweep.chunks import MISS_CAP
 from bendtorch.reports.sweep.libraries import resolve, resolve_ref
 
 MP_START_PREC = 96
+HARD_ROOM = 1 << 12       # hard cases a chunk's reference lists in one pass (about one in 2^22 inputs has one)
 MISS_LISTED = 1 << 16     # misrounded inputs listed in all (an exception table's source: 2^15 at most)
 
 Task = tuple[SweepFunction, tuple[SweepLibrary, ...], Any]   # function, libraries, patterns (array or (lo, hi))
@@ -66,31 +68,47 @@ def round32_mp(mpf_fn: Callable[[Any], Any], x: float, scale: float) -> tuple[np
 @dataclass
 class Reference:
     """The correctly rounded float32 of f on the patterns and their negatives (first half +, second half -), with
-    the float64 value, its float32 ulp, and how the hard cases were decided."""
+    the float64 value and how the hard cases were decided."""
     y64: Any
     c32: Any
-    u: Any
     hard_bits: Any         # the inputs decided by mpmath (their bits)
     hard_flip: Any         # there, was the float64 rounding wrong?
     f64_err: float         # the largest float64 error seen at a hard case, in units of 2^-52 scale
     by_rule: Any           # HALF_X_RULE: [decided, float64 rounding wrong]
 
 
-def reference(fn: SweepFunction, bits: Any) -> Reference:
-    """The function's reference on the positive patterns `bits` (uint32, sign bit clear) and their negatives."""
+_WORK = threading.local()  # each thread's chunk buffers by use (a Dask worker may run tasks on several threads)
+
+
+def work(use: str, size: int, dtype: Any, zero: bool = False) -> Any:
+    """This thread's buffer for `use` (a chunk's arrays: fresh pages cost more than the pass that fills them, so
+    each worker keeps one of each, the latest chunk's size), zeroed when made if `zero`."""
+    bufs: dict[str, Any] = _WORK.__dict__.setdefault("bufs", {})
+    a = bufs.get(use)
+    if a is None or a.size != size or a.dtype != dtype:
+        a = bufs[use] = np.zeros(size, dtype=dtype) if zero else np.empty(size, dtype=dtype)
+    return a
+
+
+def reference(fn: SweepFunction, bits: Any, reuse: bool = False) -> Reference:
+    """The function's reference on the positive patterns `bits` (uint32, sign bit clear) and their negatives; with
+    `reuse`, in this process's buffers (good until the next chunk's reference)."""
     sym = K.SYMMETRY[fn.symmetry]
     n = bits.size
-    y64 = np.empty(2 * n)
-    c32 = np.empty(2 * n, dtype=np.float32)
-    scale = np.empty(2 * n)
-    u = np.empty(2 * n)
-    hard = np.empty(2 * n, dtype=np.bool_)
-    K.ref_pass(resolve_ref(fn.reference), bits, sym, y64, c32, scale, u, hard)
+    y64 = work("y64", 2 * n, np.float64) if reuse else np.empty(2 * n)
+    c32 = work("c32", 2 * n, np.float32) if reuse else np.empty(2 * n, dtype=np.float32)
+    ref = resolve_ref(fn.reference)
+    hi, scale = np.empty(HARD_ROOM, dtype=np.int64), np.empty(HARD_ROOM)
+    nh = K.ref_pass(ref, bits, sym, y64, c32, hi, scale)
+    if nh > HARD_ROOM:  # the ties at x/2 of a chunk of subnormals: once more with room for every hard case
+        hi, scale = np.empty(nh, dtype=np.int64), np.empty(nh)
+        K.ref_pass(ref, bits, sym, y64, c32, hi, scale)
+    hi, scale = hi[:nh], scale[:nh]
     by_rule = np.zeros(2, dtype=np.int64)
     if fn.half_x_ties:
         assert sym == 0
-        by_rule = K.half_x_ties(bits, y64, c32, hard)
-    hi = np.flatnonzero(hard)
+        by_rule, keep = K.half_x_ties(bits, y64, c32, hi)
+        hi, scale = hi[keep], scale[keep]
     hard_x = np.empty(hi.size, dtype=np.int64)
     flips = np.zeros(hi.size, dtype=np.bool_)
     f64err = 0.0
@@ -99,14 +117,14 @@ def reference(fn: SweepFunction, bits: Any) -> Reference:
         for j, k in enumerate(hi):
             b = int(bits[k % n]) | (0x80000000 if k >= n else 0)
             x = float(np.array([b], dtype=np.uint32).view(np.float32)[0])
-            r32, yf = round32_mp(mpf, x, float(scale[k]))
+            r32, yf = round32_mp(mpf, x, float(scale[j]))
             hard_x[j] = b
             flips[j] = r32 != c32[k]
             c32[k] = r32
             if sym != 0 and k < n:
                 c32[k + n] = -r32 if sym == K.ODD else r32
-            f64err = max(f64err, abs(yf - float(y64[k])) / (2.0 ** -52 * float(scale[k])))
-    return Reference(y64, c32, u, hard_x, flips, f64err, by_rule)
+            f64err = max(f64err, abs(yf - float(y64[k])) / (2.0 ** -52 * float(scale[j])))
+    return Reference(y64, c32, hard_x, flips, f64err, by_rule)
 
 
 def process_bits(fn: SweepFunction, libs: tuple[SweepLibrary, ...], bits: Any) -> dict[str, dict[str, Any]]:
@@ -118,12 +136,17 @@ def process_bits(fn: SweepFunction, libs: tuple[SweepLibrary, ...], bits: Any) -
     sym = K.SYMMETRY[fn.symmetry]
     bits = np.ascontiguousarray(bits, dtype=np.uint32)
     n = bits.size
-    ref = reference(fn, bits)
-    y64, c32, u = ref.y64, ref.c32, ref.u
-    xs = np.concatenate([bits, bits | np.uint32(0x80000000)]).view(np.float32)
-    pcs = np.zeros(n, dtype=np.int64)
+    ref = reference(fn, bits, reuse=True)
+    y64, c32 = ref.y64, ref.c32
+    xb = work("xs", 2 * n, np.uint32)
+    xb[:n] = bits
+    np.bitwise_or(bits, np.uint32(0x80000000), out=xb[n:])
+    xs = xb.view(np.float32)
     if fn.piece_of:
+        pcs = work("pieces", n, np.int64)
         K.pieces(resolve_ref(fn.piece_of), bits, pcs)
+    else:
+        pcs = work("one_piece", n, np.int64, zero=True)  # never written: all inputs in piece 0
     t_ref = time.perf_counter() - t0
     res = {}
     for lib in libs:
@@ -136,7 +159,7 @@ def process_bits(fn: SweepFunction, libs: tuple[SweepLibrary, ...], bits: Any) -
         if r.dtype != np.float32 or r.shape != xs.shape:
             raise TypeError(f"library {lib.name}: {fn.name} gave a {r.dtype} array of shape {r.shape} for a float32 "
                             f"array of shape {xs.shape} (a float32 array of the same shape is wanted)")
-        K.stats_pass(bits, r, y64, c32, u, pcs, sym, acc["cnt"], acc["maxu"], acc["argb"], acc["maxabs"],
+        K.stats_pass(bits, r, y64, c32, pcs, sym, acc["cnt"], acc["maxu"], acc["argb"], acc["maxabs"],
                      acc["hist"], acc["bmax"], acc["nanst"], acc["symv"], acc["spn"], acc["spbad"], acc["submax"],
                      miss, miss_want, miss_n)
         k = int(min(miss_n[0], MISS_CAP))

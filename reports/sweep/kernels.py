@@ -15,7 +15,6 @@ import numba
 import numpy as np
 
 from bendtorch.impl.kernels.portable.eft import f2u, u2f
-from bendtorch.oracle.erf import mid_f32
 from bendtorch.oracle.ulp import ulp32_1, ulp_error1_u
 from bendtorch.records.functions import ERROR_BOUND
 
@@ -62,44 +61,59 @@ def _hbin(e: float) -> Any:
 
 
 @numba.njit(cache=True)
+def _mid32(y: float, c: float) -> float:
+    """oracle.erf.mid_f32 read from the bits (frexp and ldexp are calls there): the float32 rounding boundary on
+    y's side of c = float32(y), both >= 0 and c finite; c +- half the float32 spacing at c, exactly the same value."""
+    cb = np.float64(c).view(np.uint64)
+    e = np.int64(cb >> np.uint64(52)) - 1023            # c's binade (-1023 for c = 0)
+    be = max(e, np.int64(-126))
+    sp = np.uint64((be - 23 + 1023) << 52).view(np.float64)  # 2^(be - 23), a normal float64
+    if y >= c:
+        return c + 0.5 * sp
+    if cb & np.uint64((1 << 52) - 1) == 0 and e > -126:  # c a power of two (not 0): the spacing below is half
+        sp = 0.5 * sp
+    return c - 0.5 * sp
+
+
+@numba.njit(cache=True)
 def is_hard(y: float, c: float, s: float) -> bool:
     """y (float64, error <= REL_MARGIN s) too close to the float32 rounding boundary on its side of c = f32(y)?"""
     if not (abs(y) < math.inf) or s == 0.0:
         return False
     ay = abs(y)
     ac = abs(c)
-    mid = OVERFLOW_EDGE if ac == math.inf else mid_f32(ay, ac)
+    mid = OVERFLOW_EDGE if ac == math.inf else _mid32(ay, ac)
     return abs(ay - mid) <= REL_MARGIN * s
 
 
 @numba.njit
-def ref_pass(ref: Any, bits: Any, sym: int, y64: Any, c32: Any, scale: Any, u: Any, hard: Any) -> int:
+def ref_pass(ref: Any, bits: Any, sym: int, y64: Any, c32: Any, hard: Any, hscale: Any) -> int:
     """The reference for x = +pattern (first half) and -pattern (second half); an odd or even function's second
-    half is the first's mirror (the float32 rounding is symmetric). Returns the number of hard cases."""
+    half is the first's mirror (the float32 rounding is symmetric). Lists the hard cases (their indices, ascending,
+    and the reference's scale there: the only inputs whose scale is wanted) in `hard` and `hscale` as far as they
+    hold; returns how many there are (more than they hold: run it again with room for all)."""
     n = bits.size
     nh = 0
     for h in range(2):
+        if h == 1 and sym != 0:
+            sg = -1.0 if sym == ODD else 1.0
+            sg32 = np.float32(sg)
+            for i in range(n):
+                y64[n + i] = sg * y64[i]
+                c32[n + i] = sg32 * c32[i]
+            break
+        sbit = np.uint32(0x80000000) if h == 1 else np.uint32(0)
         for i in range(n):
             k = h * n + i
-            if h == 1 and sym != 0:
-                sg = -1.0 if sym == ODD else 1.0
-                y64[k] = sg * y64[i]
-                c32[k] = np.float32(sg) * c32[i]
-                scale[k] = scale[i]
-                u[k] = u[i]
-                hard[k] = False
-                continue
-            b = bits[i] | (np.uint32(0x80000000) if h == 1 else np.uint32(0))
-            x = np.float64(_u2f(b))
+            x = np.float64(_u2f(bits[i] | sbit))
             y, s = ref(x)
             c = np.float32(y)
             y64[k] = y
             c32[k] = c
-            scale[k] = s
-            u[k] = ulp32_1(y)
-            hk = is_hard(y, np.float64(c), s)
-            hard[k] = hk
-            if hk:
+            if is_hard(y, np.float64(c), s):
+                if nh < hard.size:
+                    hard[nh] = k
+                    hscale[nh] = s
                 nh += 1
     return nh
 
@@ -112,14 +126,15 @@ F32_TINY = np.float32(2.0 ** -149)  # the float32 spacing below 2^-126
 
 
 @numba.njit(cache=True)
-def half_x_ties(bits: Any, y64: Any, c32: Any, hard: Any) -> Any:
-    """HALF_X_RULE on the hard cases of a function f(x) = (x/2)(1 + g(x)) with no symmetry: clears each one it
-    decides. Returns [decided, of them where the float64 rounding (to even) was wrong]."""
+def half_x_ties(bits: Any, y64: Any, c32: Any, hard: Any) -> tuple[Any, Any]:
+    """HALF_X_RULE on the hard cases (indices, ascending) of a function f(x) = (x/2)(1 + g(x)) with no symmetry.
+    Returns [decided, of them where the float64 rounding (to even) was wrong] and the mask of the hard cases it
+    left undecided."""
     n = bits.size
     got = np.zeros(2, dtype=np.int64)
-    for k in range(2 * n):
-        if not hard[k]:
-            continue
+    keep = np.ones(hard.size, dtype=np.bool_)
+    for j in range(hard.size):
+        k = hard[j]
         x = np.float64(_u2f(bits[k % n] | (np.uint32(0x80000000) if k >= n else np.uint32(0))))
         y = y64[k]
         if y != 0.5 * x or not abs(x) < 2.0 ** -125:
@@ -132,12 +147,22 @@ def half_x_ties(bits: Any, y64: Any, c32: Any, hard: Any) -> Any:
         if up != c:
             got[1] += 1
         c32[k] = up
-        hard[k] = False
-    return got
+        keep[j] = False
+    return got, keep
 
 
 @numba.njit(cache=True)
-def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, u: Any, pcs: Any, sym: int, cnt: Any, maxu: Any,
+def _inv_ulp32(y: float) -> float:
+    """1 / ulp32_1(y) for a finite y, built from its bits: a power of two, so |d| * it is |d| / ulp32_1(y) exactly."""
+    ay = abs(y)
+    if ay < 2.0 ** -126:
+        return 2.0 ** 149
+    e = np.int64((np.float64(ay).view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF))  # biased: e - 1023
+    return np.uint64((2046 - e + 23) << 52).view(np.float64)
+
+
+@numba.njit(cache=True)
+def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, pcs: Any, sym: int, cnt: Any, maxu: Any,
                argb: Any, maxabs: Any, hist: Any, bmax: Any, nanst: Any, symv: Any, spn: Any, spbad: Any,
                submax: Any, miss: Any, miss_want: Any, miss_n: Any) -> None:
     """One library's results r (x = +pattern then -pattern) against the reference: counts per sign and piece
@@ -146,12 +171,45 @@ def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, u: Any, pcs: Any, sym: int
     n = bits.size
     for h in range(2):
         sbit = np.uint32(0x80000000) if h == 1 else np.uint32(0)
+        n0 = 0  # the short path's inputs of piece 0 and of them the faithful, counted here, added below
+        f0 = 0
         for i in range(n):
             k = h * n + i
-            b = bits[i] | sbit
-            x = _u2f(b)
+            ab = bits[i]
+            b = ab | sbit
             ri = r[k]
             ci = c32[k]
+            normal = ab >= np.uint32(0x00800000) and ab < np.uint32(0x7F800000)
+            if normal and _f2u(ri) == _f2u(ci) and abs(ci) < np.inf:
+                # the common input, on a short path: x normal, the result the reference's bits and a number (so the
+                # reference's float64 value is finite): correctly rounded, counted as the path below counts it
+                if sym != 0 and h == 1:
+                    rp = r[i]
+                    want = _f2u(rp) ^ np.uint32(0x80000000) if sym == ODD else _f2u(rp)
+                    if _f2u(ri) != want and not (ri != ri and rp != rp):
+                        symv[0] += 1
+                ex = y64[k]
+                e = abs(np.float64(ri) - ex) * _inv_ulp32(ex)
+                pc = pcs[i]
+                if pc == 0:
+                    n0 += 1
+                    if e < 1.0:
+                        f0 += 1
+                else:
+                    cnt[h, pc, C_N] += 1
+                    cnt[h, pc, C_CR] += 1
+                    cnt[h, pc, C_W1] += 1
+                    if e < 1.0:
+                        cnt[h, pc, C_FAITH] += 1
+                if e > maxu[h, pc]:
+                    maxu[h, pc] = e
+                    argb[h, pc] = np.int64(b)
+                hist[_hbin(e)] += 1
+                xb = int(ab >> np.uint32(XSHIFT))
+                if e > bmax[h, xb]:
+                    bmax[h, xb] = e
+                continue
+            x = _u2f(b)
             if x != x:
                 if ri != ri:
                     nanst[0] += 1
@@ -180,7 +238,7 @@ def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, u: Any, pcs: Any, sym: int
             if both_nan or (ri == ci and abs(ci) == np.inf):
                 e = 0.0
             else:
-                e = ulp_error1_u(np.float64(ri), ex, u[k])
+                e = ulp_error1_u(np.float64(ri), ex, ulp32_1(ex))  # recomputed: cheaper than an array of it
             if both_nan:
                 d = 0
             elif ri != ri or ci != ci:
@@ -216,6 +274,10 @@ def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, u: Any, pcs: Any, sym: int
             xb = int(bits[i] >> np.uint32(XSHIFT))
             if e > bmax[h, xb]:
                 bmax[h, xb] = e
+        cnt[h, 0, C_N] += n0
+        cnt[h, 0, C_CR] += n0
+        cnt[h, 0, C_W1] += n0
+        cnt[h, 0, C_FAITH] += f0
 
 
 @numba.njit

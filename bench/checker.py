@@ -1,0 +1,97 @@
+"""The sweep checker's own cost: nanoseconds per input on one core, measured with a library that costs nothing
+(`answers`: the correctly rounded results, computed before the timing and looked up by the chunk they belong to),
+so what is timed is the worker's chunk pass alone (bendtorch.reports.sweep.chunkpass.run_task: the reference, the
+hard cases, the statistics pass). A few chunks spread over the positive patterns, each timed `repeats` times in this
+process; the figure is the median over the repeats of the chunks' total time over their inputs: the process's CPU time
+(a busy machine's waits left out), and the wall time beside it. With --lib, a
+built-in library is timed the same way instead (its own cost included).
+
+    python -m bendtorch.bench.checker [--functions exp,tanh,erf,dsilu] [--chunks 8] [--patterns 1048576]
+                                      [--repeats 3] [--lib clib]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from typing import Any
+
+import numpy as np
+
+ANSWERS: dict[tuple[int, int], Any] = {}   # (first bit pattern, size) of a chunk's inputs -> their correct results
+LIBRARY = "answers"
+
+
+def answers(x: Any) -> Any:
+    """The library that costs nothing: the stored correct results of these inputs (registered by `prepare`)."""
+    return ANSWERS[(int(x[:1].view(np.uint32)[0]), int(x.size))]
+
+
+def chunk_starts(chunks: int, patterns: int) -> list[int]:
+    """`chunks` starts of `patterns` consecutive positive patterns, evenly spread over [0, 2^31)."""
+    step = (1 << 31) // chunks
+    return [min(k * step, (1 << 31) - patterns) for k in range(chunks)]
+
+
+def prepare(function: str, lo: int, hi: int) -> None:
+    """Register the correct results of the patterns [lo, hi) and their negatives (the checker's own reference)."""
+    from bendtorch.records.functions import FUNCTIONS
+    from bendtorch.reports.sweep.chunkpass import reference
+
+    bits = np.arange(lo, hi, dtype=np.uint32)
+    ANSWERS[(lo, 2 * (hi - lo))] = reference(FUNCTIONS[function], bits).c32.copy()
+
+
+def measure(function: str, lib_name: str, chunks: int, patterns: int, repeats: int) -> dict[str, Any]:
+    """ns per input of run_task on the chunks, per repeat, and their median."""
+    from bendtorch.records.functions import FUNCTIONS
+    from bendtorch.records.libraries import LIBRARIES, SweepLibrary
+    from bendtorch.reports.sweep.chunkpass import round32_mp, run_task
+    from bendtorch.reports.sweep.libraries import resolve_ref
+
+    fn = FUNCTIONS[function]
+    if lib_name == LIBRARY:
+        lib = SweepLibrary(LIBRARY, "the correct results, looked up", {function: f"{__name__}:answers"})
+    else:
+        lib = LIBRARIES[lib_name]
+    starts = chunk_starts(chunks, patterns)
+    if lib_name == LIBRARY:
+        for s in starts:
+            prepare(function, s, s + patterns)
+    if lib_name == LIBRARY:
+        prepare(function, starts[0], starts[0] + 64)
+    run_task((fn, (lib,), (starts[0], starts[0] + 64)))  # compiled before the timing
+    round32_mp(resolve_ref(fn.mpmath), 0.75, 1.0)  # and mpmath's first call (once a worker, in a sweep)
+    per, wall = [], []
+    inputs = 2 * patterns * len(starts)
+    for _ in range(repeats):
+        t0, w0 = time.process_time(), time.perf_counter()
+        for s in starts:
+            run_task((fn, (lib,), (s, s + patterns)))
+        per.append((time.process_time() - t0) / inputs * 1e9)
+        wall.append((time.perf_counter() - w0) / inputs * 1e9)
+    ANSWERS.clear()
+    return {"function": function, "library": lib_name, "ns_per_input": round(statistics.median(per), 2),
+            "repeats": [round(p, 2) for p in per], "wall_ns_per_input": round(statistics.median(wall), 2),
+            "inputs": inputs}
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bendtorch.bench.checker", description=__doc__.splitlines()[0])
+    p.add_argument("--functions", default="exp,tanh,erf,dsilu")
+    p.add_argument("--chunks", type=int, default=8)
+    p.add_argument("--patterns", type=int, default=1 << 20, help="positive patterns per chunk")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--lib", default=LIBRARY, help=f"{LIBRARY} (costs nothing) or a built-in library's name")
+    a = p.parse_args(argv)
+    from bendtorch.reports.sweep.engine import worker_init
+
+    worker_init()  # one thread, as a sweep's worker
+    for f in a.functions.split(","):
+        print(json.dumps(measure(f, a.lib, a.chunks, a.patterns, a.repeats)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
