@@ -5,12 +5,17 @@ torch.compile (Inductor's C++ backend on the CPU).
   operation and kept, and the record caps the laws' examples (every new shape of the static column compiles);
 - a compiled operation gives eager PyTorch's results to within a stated number of ulps, and in the dynamic column a
   second batch size runs the graph compiled for the first while the static column compiles another;
-- a conformance law that holds on the compiled target fails on it with one operation broken.
+- a conformance law that holds on the compiled target fails on it with one operation broken;
+- Inductor's on-disk cache is the harness's cache folder's unless the caller chose one.
 
 Compilations cost seconds each on a small machine: the tests use few operations on tiny shapes."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -26,12 +31,13 @@ from bendtorch.targets import torch_compile as TC
 
 F32 = np.float32
 
-# the laws imported under a small derandomized profile (hypothesis binds a test's settings at decoration), the
+# the laws imported under tests/test_conformance.py's profile (hypothesis binds a test's settings at decoration, and
+# whichever of the two modules imports the laws first decides them for both: the same profile either way), the
 # profile before put back
-settings.register_profile("torch-compile-tests", max_examples=3, deadline=None, database=None, derandomize=True,
+settings.register_profile("conformance-tests", max_examples=20, deadline=None, database=None, derandomize=True,
                           suppress_health_check=list(HealthCheck))
 _before = getattr(settings, "_current_profile", None) or "default"
-settings.load_profile("torch-compile-tests")
+settings.load_profile("conformance-tests")
 from bendtorch.laws import test_targets as L  # noqa: E402
 settings.load_profile(_before)
 
@@ -116,3 +122,25 @@ def test_a_law_that_holds_fails_on_the_compiled_target_broken() -> None:
         L.test_erf_odd(target=Broken())
     errs = list(e.value.exceptions) if isinstance(e.value, BaseExceptionGroup) else [e.value]
     assert all(isinstance(x, LawFailure) and x.record.get("what") for x in errs), errs
+
+
+CACHE = """
+import os
+from bendtorch.targets import make_target
+make_target("torch_compile")
+print(os.environ["TORCHINDUCTOR_CACHE_DIR"])
+"""
+
+
+@pytest.mark.parametrize("given", [False, True])
+def test_inductor_s_cache_is_the_harness_s_unless_set(tmp_path: Path, given: bool) -> None:
+    """Without TORCHINDUCTOR_CACHE_DIR the target puts Inductor's cache in the harness's cache folder (inductor/
+    under $BENDTORCH_CACHE); a folder the caller set is left as it is."""
+    env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CACHE_DIR"}
+    env["BENDTORCH_CACHE"] = str(tmp_path / "cache")
+    if given:
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path / "mine")
+    r = subprocess.run([sys.executable, "-c", CACHE], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    want = tmp_path / ("mine" if given else "cache/inductor")
+    assert r.stdout.strip() == str(want)
