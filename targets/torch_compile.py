@@ -27,9 +27,11 @@ raised so that every shape the laws draw gets its own graph, and reaching it is 
 to eager. Inductor's on-disk cache (TORCHINDUCTOR_CACHE_DIR) is the harness's cache folder's inductor/ unless the
 variable is set already: a second run reuses the generated and built kernels.
 
-Compiling is the cost: on 2 cores the ci profile of both columns took about 285 s on an empty Inductor cache (the
-Llama's laws two thirds of it) and about 70 s on a warm one, with the record capping each law at 2 examples
-(TargetRecord.max_examples); the other targets' ci profiles take under a minute."""
+Compiling is the cost: on 2 cores the ci profile of both columns took about 230 s on an empty Inductor cache (285 s
+with Inductor's two compile workers; the Llama's laws two thirds of it) and about 70 s on a warm one, with the record
+capping each law at 2 examples (TargetRecord.max_examples); the other targets' ci profiles take under a minute. On
+a machine of two cores or fewer Inductor compiles in this process (compile_threads 1) unless
+TORCHINDUCTOR_COMPILE_THREADS says otherwise."""
 
 from __future__ import annotations
 
@@ -57,6 +59,11 @@ RECOMPILE_LIMIT = 256
 def configure() -> None:
     """Inductor's cache folder (unless set) and dynamo's limits, once, before anything compiles."""
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache_dir("inductor")))
+    if "TORCHINDUCTOR_COMPILE_THREADS" not in os.environ and (os.cpu_count() or 1) <= 2:
+        # on two cores the compile workers (subprocesses, each importing torch) cost more than building the
+        # kernels in parallel saves: Inductor builds them in this process (the same generated code either way)
+        import torch._inductor.config as inductor_config
+        inductor_config.compile_threads = 1
     cfg: Any = torch._dynamo.config
     cfg.recompile_limit = RECOMPILE_LIMIT
     cfg.accumulated_recompile_limit = max(int(cfg.accumulated_recompile_limit), 4 * RECOMPILE_LIMIT)
