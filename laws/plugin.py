@@ -85,7 +85,8 @@ def _resolved(config: pytest.Config) -> Resolved:
 def load_profile(config: pytest.Config) -> None:
     """Register the harness's hypothesis profiles (ci, dev, deep: bendtorch.laws.registry.PROFILES examples, no
     deadline) and load the session's. Hypothesis's folder (its example database and what else it keeps) is moved
-    to the cache folder's hypothesis/."""
+    to the cache folder's hypothesis/. A session target whose record sets max_examples draws at most that many
+examples a law, and its failures are reported as found, not shrunk."""
     from hypothesis import HealthCheck, settings
     from hypothesis.configuration import set_hypothesis_home_dir
     from hypothesis.database import DirectoryBasedExampleDatabase
@@ -103,6 +104,14 @@ def load_profile(config: pytest.Config) -> None:
     if name not in PROFILES:
         raise pytest.UsageError(f"bendtorch: ${PROFILE_ENV}={name!r}: not a profile ({', '.join(PROFILES)})")
     settings.load_profile(name)
+    cap = _resolved(config).record.max_examples if _asked(config) is not None else None
+    if cap is not None and cap < settings().max_examples:
+        # the target's record caps the examples (a compiling target): the profile's settings with fewer, and no
+        # shrinking, whose every smaller shape tried would be one more compilation
+        from hypothesis import Phase
+        settings.register_profile(f"{name}-max{cap}", settings(
+            max_examples=cap, phases=[p for p in Phase if p is not Phase.shrink]))
+        settings.load_profile(f"{name}-max{cap}")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -61,6 +61,11 @@ class TargetRecord:
     devices: tuple[str, ...] | None = ("cpu",)
     variants: tuple[Variant, ...] = ()
     own: bool = False
+    # the most examples hypothesis draws for each law against this target (the profile's count where that is
+    # fewer; a law scaled down divides this one), its failures not shrunk: for a target whose every new input shape
+    # costs a compilation of seconds, so that its ci profile stays near the time of the others'. None: the
+    # profile's count, shrinking as usual
+    max_examples: int | None = None
 
     def variants_on(self, device: str) -> tuple[Variant, ...]:
         """The variants that apply on device, in the record's order; PLAIN where none does."""
@@ -90,6 +95,8 @@ class TargetRecord:
             raise SpecError(f"target {self.name} on {device} has no variant {variant!r} (its variants: {names})")
         return hit
 
+
+MAX_EXAMPLES_COMPILED = 2   # torch_compile's examples a law (records.targets.TargetRecord.max_examples)
 
 _TORCH_NOTE = ("PyTorch eager as a model author calls it: torch.nn.functional, torch.optim, torch.save; on cuda "
                "every tensor on the GPU")
@@ -123,6 +130,15 @@ RECORDS: dict[str, TargetRecord] = {r.name: r for r in (
                  libraries=("tensorflow", "numpy"), extra="tensorflow",
                  variants=(Variant("eager", "eager", {"function": False}),
                            Variant("tf-function", "tf.function", {"function": True}))),
+    TargetRecord("torch_compile", "bendtorch.targets.torch_compile:make",
+                 "PyTorch's eager target with each operation, the Llama's forward and its training loss in "
+                 "torch.compile(backend=\"inductor\", mode=\"default\"): Inductor's generated C++ on the CPU, "
+                 "backward through AOTAutograd, the optimizer's step eager torch.optim; static shapes "
+                 "(dynamic=False) and dynamic shapes (dynamic=True) as two columns; fewer examples a law, since "
+                 "every new shape of the static column is a compilation",
+                 libraries=("torch", "numpy"), max_examples=MAX_EXAMPLES_COMPILED,
+                 variants=(Variant("static", "static shapes", {"dynamic": False}),
+                           Variant("dynamic", "dynamic shapes", {"dynamic": True}))),
 )}
 
 

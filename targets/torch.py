@@ -29,7 +29,7 @@ from bendtorch.impl.llama import LlamaCfg  # noqa: E402
 
 class Torch(Target):
     name = "torch"
-    devices = ("cpu", "cuda")
+    devices: tuple[str, ...] = ("cpu", "cuda")
 
     def __init__(self, device: str = "cpu", tf32: bool = False) -> None:
         super().__init__(device, tf32=tf32)
@@ -143,6 +143,10 @@ class Torch(Target):
         with torch.no_grad():
             return self._np(self._forward(cfg, self._params(cfg, seed), self._ids(tokens)))
 
+    def _loss(self, cfg: LlamaCfg, P: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """The mean cross-entropy of the model's logits on tokens x against the next tokens y."""
+        return Fn.cross_entropy(self._forward(cfg, P, x).reshape(-1, cfg.vocab), y.reshape(-1))
+
     def _optimizer(self, opt: Opt, ps: Sequence[torch.Tensor]) -> torch.optim.Optimizer:
         if opt.name in ("sgd", "momentum"):
             return torch.optim.SGD(ps, lr=opt.lr, momentum=opt.mu if opt.name == "momentum" else 0.0,
@@ -168,8 +172,7 @@ class Torch(Target):
                 o = self._optimizer(opt, list(P.values()))
                 o.load_state_dict(ck["opt"])
             o.zero_grad()
-            logits = self._forward(cfg, P, self._ids(x))
-            loss = Fn.cross_entropy(logits.reshape(-1, cfg.vocab), self._ids(y).reshape(-1))
+            loss = self._loss(cfg, P, self._ids(x), self._ids(y))
             loss.backward()  # type: ignore[no-untyped-call]
             o.step()
             losses.append(float(loss.detach().cpu()))
