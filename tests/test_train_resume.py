@@ -174,3 +174,19 @@ def test_a_nonfinite_loss_stops_the_run_and_keeps_the_last_checkpoint(tmp_path: 
     assert sorted(p.name for p in out.iterdir() if p.name.startswith("ckpt")) == ["ckpt_step2", "ckpt_step4"]
     assert not (out / "final_state").exists()
     assert main(argv + ["--out", str(tmp_path / "p"), "--allow-nonfinite"]) == 0
+
+
+def test_a_slow_first_step_says_it_is_compiling(capsys: pytest.CaptureFixture[str]) -> None:
+    # the notice appears once the block has run longer than its delay, and never for a fast block or when the
+    # progress display is off
+    import time as _time
+
+    from bendtorch.training.run import compile_notice
+    with compile_notice(True, after_s=0.05):
+        _time.sleep(0.6)
+    assert "compiling impl's kernels (once; then cached)" in capsys.readouterr().err
+    with compile_notice(True, after_s=5.0):
+        pass
+    with compile_notice(False, after_s=0.0):
+        _time.sleep(0.2)
+    assert capsys.readouterr().err == ""

@@ -16,15 +16,17 @@ loss stops the run (NonFiniteLoss; the last checkpoint stays) unless `allow_nonf
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
 import resource
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -199,6 +201,33 @@ def _peak_rss() -> int:
     return int(peak if sys.platform == "darwin" else peak * 1024)  # bytes on macOS, KiB elsewhere
 
 
+@contextlib.contextmanager
+def compile_notice(show: bool, after_s: float = 1.0) -> Iterator[None]:
+    """While the block runs (the first training step: numba compiles impl's kernels on first use, then loads them
+    from its cache), a line on stderr with the seconds so far, once the block has taken after_s: a fresh install's
+    first step otherwise sits silent for tens of seconds. The kernels and their bits are the same either way."""
+    done = threading.Event()
+
+    def tick() -> None:
+        if done.wait(after_s):
+            return
+        from tqdm import tqdm
+        with tqdm(desc="compiling impl's kernels (once; then cached)", bar_format="{desc}: {elapsed}",
+                  file=sys.stderr) as bar:
+            bar.start_t -= after_s  # the seconds since the block began
+            while not done.wait(0.5):
+                bar.refresh()
+    t = threading.Thread(target=tick, daemon=True) if show else None
+    if t is not None:
+        t.start()
+    try:
+        yield
+    finally:
+        done.set()
+        if t is not None:
+            t.join()
+
+
 def _train_locked(p: Prepared) -> dict[str, Any]:
     from tqdm import tqdm
 
@@ -224,7 +253,8 @@ def _train_locked(p: Prepared) -> dict[str, Any]:
     for step in bar:
         x, y = llama.batch_at(p.tokens, b, mcfg.t, np.random.default_rng([o.seed, step]))
         s0 = time.perf_counter()
-        tr = train_step(model.layer, model.loss, cfg, tr, x, y)
+        with compile_notice(o.progress and not step_s):
+            tr = train_step(model.layer, model.loss, cfg, tr, x, y)
         step_s.append(time.perf_counter() - s0)
         losses.append(float(tr.loss))
         if not math.isfinite(losses[-1]) and not o.allow_nonfinite:
