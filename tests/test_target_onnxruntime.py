@@ -252,13 +252,11 @@ def test_a_sweep_without_the_extra_leaves_the_library_out(monkeypatch: pytest.Mo
     from bendtorch.records.libraries import providers
     from bendtorch.reports.sweep.api import default_libraries
     assert "onnxruntime" in providers("exp")
-    real = importlib.metadata.version
+    real = importlib.util.find_spec
 
-    def version(dist: str) -> str:
-        if dist == "onnxruntime":
-            raise importlib.metadata.PackageNotFoundError(dist)
-        return real(dist)
-    monkeypatch.setattr(importlib.metadata, "version", version)
+    def find_spec(name: str, package: str | None = None) -> Any:  # the module is not found, as if not installed
+        return None if name == "onnxruntime" else real(name, package)
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     assert default_libraries("exp") == [n for n in providers("exp") if n != "onnxruntime"]
     assert capsys.readouterr().err == ("sweep: exp without onnxruntime (not installed; onnxruntime: pip install "
                                        "'bendtorch[onnx]')\n")
