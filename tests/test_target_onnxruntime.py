@@ -7,7 +7,6 @@ Skipped with "not run: ..." where onnx or onnxruntime is not installed."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import json
 import math
