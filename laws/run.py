@@ -299,14 +299,31 @@ def run_and_print(plan: Plan, profile: str, select: str | None = None, json_path
 CELL = {"passed": "holds", "failed": "**fails**", "error": "error", "not applicable": "n/a", "not run": "not run"}
 
 
-def conformance_markdown(results: list[dict[str, Any]]) -> str:
+def _reproduce(doc_target: str, r: dict[str, Any], scripts: set[str], link: str) -> str:
+    """Where a failure's reproduction is: its script in the library alone (repro/, bendtorch.laws.repro), or the law
+    itself for a law over a whole model."""
+    from bendtorch.laws.registry import LAWS
+    from bendtorch.laws.repro import file_name
+    name = file_name(r["target"], r["family"], r["law"])
+    if name in scripts:
+        return f" Reproduced in the library alone: [repro/{name}]({link}{name})."
+    fn = next((k.split("::")[-1] for k, i in LAWS.items() if k.startswith(f"bendtorch.laws.{CONFORMANCE}::")
+               and (i.family, i.name) == (r["family"], r["law"])), r["law"])
+    return f" Reproduced by the law: `bendtorch laws --target {doc_target} -k {fn}`."
+
+
+def conformance_markdown(results: list[dict[str, Any]], scripts: set[str] | None = None,
+                         link: str = "repro/") -> str:
     """The conformance table for REPORT.md from the JSON documents `bendtorch laws --target T --json FILE` wrote (one
     per target and device): a row per conformance law, a column per target (holds / fails / n/a / not run), then
-    the targets' versions and machine, every failure's smallest counterexample, and every reason a law was not
-    applicable or not run."""
+    the targets' versions and machine, every failure's smallest counterexample with where it is reproduced (scripts:
+    the names of the reproductions in repro/ beside the documents, linked as LINK + name), and every reason a law was not applicable or not
+    run."""
     from bendtorch.records.machine import describe as describe_machine
+    import bendtorch.laws.test_targets  # noqa: F401  (registers the conformance laws, named in the reproductions)
     labels: list[str] = []
     cells: dict[tuple[str, str], dict[str, Any]] = {}
+    spec: dict[str, str] = {}
     laws: list[tuple[str, str]] = []
     for doc in results:
         for r in doc["rows"]:
@@ -318,6 +335,7 @@ def conformance_markdown(results: list[dict[str, Any]]) -> str:
             if r["target"] not in labels:
                 labels.append(r["target"])
             cells[(f"{lw[0]}/{lw[1]}", r["target"])] = r
+            spec[r["target"]] = str(doc.get("target", "impl"))
     out = ["| family | law | " + " | ".join(labels) + " |", "| --- | --- |" + " --- |" * len(labels)]
     for fam, name in laws:
         row = [CELL.get(cells[(f"{fam}/{name}", t)]["result"], "?") if (f"{fam}/{name}", t) in cells else "-"
@@ -333,9 +351,10 @@ def conformance_markdown(results: list[dict[str, Any]]) -> str:
     fails = [(k, r) for k, r in cells.items() if r["result"] in ("failed", "error")]
     if fails:
         out += ["", "Smallest counterexamples found (inputs' bits and the seed that regenerates them are in the "
-                "JSON):", ""]
+                "JSON), each with its reproduction: a script in the library alone (numpy and that library; it prints "
+                "how many elements differ and the first, as bits) or, for a law over a whole model, the law:", ""]
         for (which, t), r in fails:
-            out.append(f"- {t} `{which}`: {_note(r)}")
+            out.append(f"- {t} `{which}`: {_note(r)}." + _reproduce(spec[t], r, scripts or set(), link))
     skips = [(k, r) for k, r in cells.items() if r["result"] in ("not applicable", "not run")]
     whole = {t for t in labels if len({(r["result"], r.get("reason")) for (_, u), r in cells.items() if u == t}) == 1
              and all(r["result"] == "not run" for (_, u), r in cells.items() if u == t)}
@@ -366,5 +385,8 @@ def write_conformance(folder: str | os.PathLike[str]) -> pathlib.Path:
             "this table by `bendtorch.laws.run.write_conformance`. holds: no counterexample in the examples tried; "
             "**fails**: the smallest counterexample hypothesis found is below and, with the inputs' bits, in the "
             "JSON.\n\n")
-    write_text(out, head + conformance_markdown(load_results(folder)))
+    from bendtorch.laws.repro import write_reproductions
+    write_reproductions(folder)
+    scripts = {p.name for p in (pathlib.Path(folder) / "repro").glob("*.py")}
+    write_text(out, head + conformance_markdown(load_results(folder), scripts))
     return out

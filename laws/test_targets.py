@@ -15,6 +15,7 @@ strategies.fill_rng), so a counterexample too large to print is regenerated from
 from __future__ import annotations
 
 import contextlib
+from dataclasses import asdict
 from typing import Any, Iterator
 
 import numpy as np
@@ -416,7 +417,7 @@ def test_lr_zero(target: Target, p: Any, name: str, wd: float) -> None:
         out = target.opt_steps(opt, ps, gs)
         for j, (a, w) in enumerate(zip(out, ps)):
             expect_same(f"{name} lr=0 wd={opt.wd}: parameter {j}", a, w,
-                        {"params": ps, "grads": gs, "seed": seed}, zero_sign=False)
+                        {"params": ps, "grads": gs, "seed": seed, "optimizer": asdict(opt), "j": j}, zero_sign=False)
 
 
 @law("optimizers", "zero_grad_sgd_keeps_parameters", "bit for bit")
@@ -426,9 +427,11 @@ def test_zero_grad_sgd(target: Target, p: Any, name: str, lr: float) -> None:
     ps, gs, seed = p
     zs = [[np.zeros_like(g) for g in step] for step in gs]
     with applicable():
-        out = target.opt_steps(Opt(name, lr), ps, zs)
+        opt = Opt(name, lr)
+        out = target.opt_steps(opt, ps, zs)
         for j, (a, w) in enumerate(zip(out, ps)):
-            expect_same(f"{name} lr={lr}, zero gradient: parameter {j}", a, w, {"params": ps, "seed": seed})
+            expect_same(f"{name} lr={lr}, zero gradient: parameter {j}", a, w,
+                        {"params": ps, "grads": gs, "seed": seed, "optimizer": asdict(opt), "j": j})
 
 
 # ---------------------------------------------------------------------------------------------------------------

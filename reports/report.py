@@ -247,8 +247,10 @@ def conformance(live: dict[str, Any] | None, here: dict[str, Any]) -> tuple[str,
     from bendtorch.records.machine import compare_note, describe
 
     docs = load_results(RESULTS / "conformance")
+    repro = RESULTS / "conformance" / "repro"
+    scripts, link = {p.name for p in repro.glob("*.py")}, shown(repro) + "/"
     if not live or live.get("status") != "ok":
-        return conformance_markdown(docs), {"status": "not measured here: " + str((live or {}).get("status"))}
+        return conformance_markdown(docs, scripts, link), {"status": "not measured here: " + str((live or {}).get("status"))}
     mine = {"profile": "ci", "seconds": round(live["seconds"], 1), "machine": live["machine"],
             "targets": live["targets"], "rows": live["rows"]}
     old = next((d for d in docs if any(r.get("target") == "torch" for r in d["rows"])), None)
@@ -261,7 +263,7 @@ def conformance(live: dict[str, Any] | None, here: dict[str, Any]) -> tuple[str,
     differ = [f"{f}/{n}: committed {theirs[(f, n)]}, here {res}" for (f, n), res in ours.items()
               if (f, n) in theirs and theirs[(f, n)] != res]
     note = compare_note((old or {}).get("machine"), here, "torch") if old is not None else "no committed column"
-    return conformance_markdown(docs), {
+    return conformance_markdown(docs, scripts, link), {
         "status": "ok", "committed_on": describe((old or {}).get("machine"), ["torch"]),
         "here": describe(here, ["torch"]), "same_machine": note is None, "machine_note": note, "differ": differ}
 

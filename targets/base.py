@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import importlib.util
+import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
@@ -106,6 +107,19 @@ def thread_count(get: Callable[[], int], put: Callable[[int], Any], k: int) -> I
         put(old)
 
 
+def op_source(imports: str, op: str, params: str, body: str, call: str, wrap: str | None = None) -> str:
+    """The source of a reproduction's operation: `_op(params)`, the library's computation on its own arrays (body),
+    optionally rebound to a wrapped form of itself (wrap, e.g. "torch.compile({f}, ...)" or "tf.function({f})"),
+    then `op(params)` on numpy arrays, whose body `call` ("{f}" standing for _op) converts the arrays, calls _op and
+    returns numpy arrays."""
+    f = f"_{op}"
+    out = [imports, "", "", f"def {f}({params}):", textwrap.indent(body, "    ")]
+    if wrap is not None:
+        out += ["", "", f"{f} = {wrap.format(f=f)}"]
+    out += ["", "", f"def {op}({params}):", textwrap.indent(call.format(f=f), "    ")]
+    return "\n".join(out) + "\n"
+
+
 def as_f32(a: Any) -> Any:
     """A C-contiguous float32 numpy copy."""
     return np.array(a, dtype=F32, order="C", copy=True)
@@ -142,6 +156,12 @@ class Target:
 
     def _na(self, what: str, why: str) -> NotApplicable:
         return NotApplicable(f"{self.name} {what}: {why}")
+
+    def source(self, op: str) -> str | None:
+        """The Python source of a function named `op` computing the operation as this column does, with the library
+        alone (numpy arrays in and out, its imports first; `op_source` writes one), for a failure's reproduction
+        (bendtorch.laws.repro); None where the adapter gives none."""
+        return None
 
     def linear(self, x: Any, w: Any, b: Any | None) -> Any:
         raise self._na("linear", "no such operation")

@@ -21,7 +21,7 @@ import platform
 from functools import partial
 from typing import Any, Callable, Iterator, Sequence
 
-from bendtorch.targets.base import NotApplicable, NotRun, Opt, Target, as_f32, impl_shape, require, weights
+from bendtorch.targets.base import NotApplicable, NotRun, Opt, Target, as_f32, impl_shape, op_source, require, weights
 
 require("jax", "optax", target="jax")
 
@@ -116,6 +116,52 @@ _JIT: dict[str, Callable[..., Any]] = {
 }
 
 
+# each operation in JAX alone, for a failure's reproduction (Target.source): its parameters, its computation on jax
+# arrays (_JIT's, written out), how the numpy arrays become its arguments (a = jnp.asarray) and its jax.jit call
+SOURCES: dict[str, tuple[str, str, str, str]] = {
+    "linear": ("x, w, b", "y = jnp.matmul(x, w.T)\nreturn y if b is None else y + b",
+               "a(x), a(w), None if b is None else a(b)", "jax.jit({f})"),
+    "rms_norm": ("x, w, eps", "return x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + jnp.float32(eps)) * w",
+                 "a(x), a(w), eps", "jax.jit({f}, static_argnums=2)"),
+    "layer_norm": ("x, w, b, eps", "return jax.nn.standardize(x, axis=-1, epsilon=eps) * w + b", "a(x), a(w), a(b), eps",
+                   "jax.jit({f}, static_argnums=3)"),
+    "softmax": ("x", "return jax.nn.softmax(x, axis=-1)", "a(x)", "jax.jit({f})"),
+    "log_softmax": ("x", "return jax.nn.log_softmax(x, axis=-1)", "a(x)", "jax.jit({f})"),
+    "ce_rows": ("z, labels", "return optax.softmax_cross_entropy_with_integer_labels(z, labels)",
+                "a(z), jnp.asarray(np.asarray(labels, np.int32))", "jax.jit({f})"),
+    "attention": ("q, k, v, sc", "o = jax.nn.dot_product_attention(q.transpose(0, 2, 1, 3), k.transpose(0, 2, 1, 3),\n"
+                  "                                 v.transpose(0, 2, 1, 3), scale=sc, is_causal=True,\n"
+                  '                                 implementation="xla")\nreturn o.transpose(0, 2, 1, 3)',
+                  "a(q), a(k), a(v), jnp.float32(sc)", "jax.jit({f})"),
+    "erf": ("x", "return jax.scipy.special.erf(x)", "a(x)", "jax.jit({f})"),
+}
+_IMPORTS = 'import jax\nimport jax.numpy as jnp\nimport jax.scipy.special\nimport optax\n\njax.config.update("jax_platforms", "cpu")'
+
+# optax's optimizers as opt_steps applies them (_optimizer, written out), for the optimizer laws' reproductions
+OPT_SOURCE = """\
+import jax.numpy as jnp
+import optax
+
+
+def opt_steps(optimizer, params, grads):
+    o = optimizer
+    if o["name"] in ("sgd", "momentum"):
+        tx = optax.sgd(o["lr"], momentum=o["mu"] if o["name"] == "momentum" else None)
+    elif o["name"] == "adam":
+        tx = optax.adam(o["lr"], b1=o["b1"], b2=o["b2"], eps=o["eps"])
+    else:
+        tx = optax.adamw(o["lr"], b1=o["b1"], b2=o["b2"], eps=o["eps"], weight_decay=o["wd"])
+    if o["wd"] and o["name"] != "adamw":
+        tx = optax.chain(optax.add_decayed_weights(o["wd"]), tx)
+    ps = [jnp.asarray(p) for p in params]
+    state = tx.init(ps)
+    for gs in grads:
+        updates, state = tx.update([jnp.asarray(g) for g in gs], state, ps)
+        ps = optax.apply_updates(ps, updates)
+    return [np.asarray(p) for p in ps]
+"""
+
+
 class Jax(Target):
     name = "jax"
 
@@ -135,6 +181,14 @@ class Jax(Target):
     @staticmethod
     def _j(a: Any) -> Any:
         return jnp.asarray(as_f32(a))
+
+    def source(self, op: str) -> str | None:
+        if op == "opt_steps":
+            return OPT_SOURCE
+        if op not in SOURCES:
+            return None
+        params, body, args, wrap = SOURCES[op]
+        return op_source(_IMPORTS, op, params, body, f"a = jnp.asarray\nreturn np.asarray({{f}}({args}))", wrap)
 
     def linear(self, x: Any, w: Any, b: Any | None) -> Any:
         if b is None:

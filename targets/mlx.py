@@ -40,7 +40,7 @@ import io
 from typing import Any, Callable, Iterator, Sequence
 
 from bendtorch.records.targets import RECORDS
-from bendtorch.targets.base import NotRun, Opt, Target, as_f32, impl_shape, require, weights
+from bendtorch.targets.base import NotRun, Opt, Target, as_f32, impl_shape, op_source, require, weights
 
 require("mlx", target="mlx")
 try:  # the mlx wheel alone has no backend on Linux (libmlx is mlx-cpu's): mlx is found, mlx.core does not import
@@ -99,6 +99,24 @@ def derivative(name: str, x: Any) -> Any:
 
 
 # ---- the operations on MLX arrays, one function each ----
+
+# each operation in MLX alone, for a failure's reproduction (Target.source): its parameters, its computation on MLX
+# arrays (the functions here, written out) and how the numpy arrays become its arguments (a = mx.array)
+SOURCES: dict[str, tuple[str, str, str]] = {
+    "linear": ("x, w, b", "layer = nn.Linear(w.shape[1], w.shape[0], bias=b is not None)\nlayer.weight = w\n"
+               "if b is not None:\n    layer.bias = b\nreturn layer(x)", "a(x), a(w), None if b is None else a(b)"),
+    "rms_norm": ("x, w, eps", "return mx.fast.rms_norm(x, w, eps)", "a(x), a(w), eps"),
+    "layer_norm": ("x, w, b, eps", "return mx.fast.layer_norm(x, w, b, eps)", "a(x), a(w), a(b), eps"),
+    "softmax": ("x", "return mx.softmax(x, axis=-1)", "a(x)"),
+    "log_softmax": ("x", "return nn.log_softmax(x, axis=-1)", "a(x)"),
+    "ce_rows": ("z, labels", 'return nn.losses.cross_entropy(z, labels, reduction="none")',
+                "a(z), a(np.asarray(labels, np.int32))"),
+    "attention": ("q, k, v, sc", 'return mx.fast.scaled_dot_product_attention(q, k, v, scale=sc,\n'
+                  '                                           mask="causal" if q.shape[2] > 1 else None)',
+                  "a(q), a(k), a(v), float(sc)"),
+    "erf": ("x", "return mx.erf(x)", "a(x)"),
+}
+
 
 def linear(x: mx.array, w: mx.array, b: mx.array | None) -> mx.array:
     layer = nn.Linear(w.shape[1], w.shape[0], bias=b is not None)
@@ -276,6 +294,13 @@ class Mlx(Target):
 
     def erf(self, x: Any) -> Any:
         return elementwise("erf", x)
+
+    def source(self, op: str) -> str | None:
+        if op not in SOURCES:
+            return None
+        params, body, args = SOURCES[op]
+        return op_source("import mlx.core as mx\nimport mlx.nn as nn\n\nmx.set_default_device(mx.cpu)", op, params,
+                         body, f"a = mx.array\ny = {{f}}({args})\nmx.eval(y)\nreturn np.array(y)")
 
     def llama_logits(self, cfg: LlamaCfg, seed: int, tokens: Any) -> Any:
         return host(llama(cfg, seed)(ids(tokens)))

@@ -139,6 +139,67 @@ def _digest(arrays: dict[str, Any]) -> str:
     return h.hexdigest()
 
 
+# each operation in ONNX Runtime alone, for a failure's reproduction (Target.source): run() builds the one-graph model
+# and the session as model() and session() above do, then each operation's nodes, feeds and initializers
+RUN_SOURCE = """\
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+
+def run(nodes, feeds, inits=None):
+    \"\"\"The one output y of a graph of the nodes at opset {opset}, on the CPU provider with {level}, one thread.\"\"\"
+    g = helper.make_graph(nodes, "op", [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape))
+                                        for k, v in feeds.items()],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          initializer=[numpy_helper.from_array(v, k) for k, v in (inits or {{}}).items()])
+    m = onnx.shape_inference.infer_shapes(helper.make_model(g, opset_imports=[helper.make_opsetid("", {opset})]),
+                                          strict_mode=True)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.{level}
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    s = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return s.run(["y"], feeds)[0]
+"""
+SOURCES: dict[str, str] = {
+    "linear": """\
+def linear(x, w, b):
+    if b is None:
+        return run([helper.make_node("MatMul", ["x", "wt"], ["y"])], {"x": x}, {"wt": np.ascontiguousarray(w.T)})
+    return run([helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)], {"x": x}, {"w": w, "b": b})
+""",
+    "rms_norm": """\
+def rms_norm(x, w, eps):
+    return run([helper.make_node("RMSNormalization", ["x", "w"], ["y"], axis=-1, epsilon=float(eps))], {"x": x},
+               {"w": w})
+""",
+    "layer_norm": """\
+def layer_norm(x, w, b, eps):
+    return run([helper.make_node("LayerNormalization", ["x", "w", "b"], ["y"], axis=-1, epsilon=float(eps))],
+               {"x": x}, {"w": w, "b": b})
+""",
+    "softmax": """\
+def softmax(x):
+    return run([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], {"x": x})
+""",
+    "log_softmax": """\
+def log_softmax(x):
+    return run([helper.make_node("LogSoftmax", ["x"], ["y"], axis=-1)], {"x": x})
+""",
+    "attention": """\
+def attention(q, k, v, sc):
+    return run([helper.make_node("Attention", ["q", "k", "v"], ["y"], is_causal=1, scale=float(sc))],
+               {"q": q, "k": k, "v": v})
+""",
+    "erf": """\
+def erf(x):
+    return run([helper.make_node("Erf", ["x"], ["y"])], {"x": x})
+""",
+}
+
+
 class OnnxRuntime(Target):
     """onnxruntime's CPUExecutionProvider on small ONNX graphs (opset 24) built with onnx.helper."""
 
@@ -223,6 +284,11 @@ class OnnxRuntime(Target):
 
     def erf(self, x: Any) -> Any:
         return self.act("erf", x)
+
+    def source(self, op: str) -> str | None:
+        if op not in SOURCES:
+            return None
+        return RUN_SOURCE.format(opset=OPSET, level=LEVELS[self.level]) + "\n\n" + SOURCES[op]
 
     def act(self, function: str, x: Any) -> Any:
         """One elementwise function of ACTS on x (any shape)."""

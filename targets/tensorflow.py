@@ -58,7 +58,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from bendtorch.impl.llama import LlamaCfg
-from bendtorch.targets.base import NotRun, Opt, Target, as_f32, impl_shape, require, weights
+from bendtorch.targets.base import NotRun, Opt, Target, as_f32, impl_shape, op_source, require, weights
 
 # tensorflow and keras, imported by load(): untyped, used as Any
 tf: Any = None
@@ -240,6 +240,49 @@ def saved_and_loaded(variables: list[Any]) -> list[Any]:
     return [tf.io.parse_tensor(s, v.dtype) for s, v in zip(blobs, variables)]
 
 
+# each operation in TensorFlow alone, for a failure's reproduction (Target.source): its parameters, its computation
+# on tensors (the functions above, written out) and how the numpy arrays become its arguments (c = tf.constant)
+SOURCES: dict[str, tuple[str, str, str]] = {
+    "linear": ("x, w, b", "y = tf.linalg.matmul(x, w, transpose_b=True)\nreturn y if b is None else y + b",
+               "c(x), c(w), None if b is None else c(b)"),
+    "rms_norm": ("x, w, eps", "return x * tf.math.rsqrt(tf.reduce_mean(tf.square(x), axis=-1, keepdims=True) + eps) * w",
+                 "c(x), c(w), eps"),
+    "layer_norm": ("x, w, b, eps", "mean, var = tf.nn.moments(x, axes=[-1], keepdims=True)\n"
+                   "return tf.nn.batch_normalization(x, mean, var, b, w, eps)", "c(x), c(w), c(b), eps"),
+    "softmax": ("x", "return tf.nn.softmax(x, axis=-1)", "c(x)"),
+    "log_softmax": ("x", "return tf.nn.log_softmax(x, axis=-1)", "c(x)"),
+    "ce_rows": ("z, labels", "return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=z)",
+                "c(z), c(np.asarray(labels, np.int32))"),
+    "attention": ("q, k, v, sc", "g = q.shape[1] // k.shape[1]\nif g > 1:\n"
+                  "    k, v = tf.repeat(k, g, axis=1), tf.repeat(v, g, axis=1)\n"
+                  "s = tf.linalg.matmul(q, k, transpose_b=True) * sc\nt_q, t_k = q.shape[2], k.shape[2]\n"
+                  "mask = tf.cast(tf.linalg.band_part(tf.ones((t_q, t_k)), -1, t_k - t_q), tf.bool)\n"
+                  "s = tf.where(mask, s, tf.constant(-np.inf, tf.float32))\n"
+                  "return tf.linalg.matmul(tf.nn.softmax(s, axis=-1), v)", "c(q), c(k), c(v), sc"),
+    "erf": ("x", "return tf.math.erf(x)", "c(x)"),
+}
+
+# Keras's SGD (plain or with momentum) as opt_steps applies it, for the optimizer laws' reproductions
+OPT_SOURCE = """\
+import keras
+import tensorflow as tf
+
+
+def opt_steps(optimizer, params, grads):
+    assert optimizer["name"] in ("sgd", "momentum"), "Keras's SGD: plain or with momentum"
+    vs = [tf.Variable(tf.constant(p)) for p in params]
+    o = keras.optimizers.SGD(optimizer["lr"], momentum=optimizer["mu"] if optimizer["name"] == "momentum" else 0.0)
+    o.build(vs)
+
+    def step(*gs):
+        o.apply_gradients(zip(gs, vs))
+{wrap}
+    for gs in grads:
+        step(*[tf.constant(g) for g in gs])
+    return [v.numpy() for v in vs]
+"""
+
+
 class TensorFlow(Target):
     """TensorFlow's CPU build, eager or in tf.function: tf ops, tf.GradientTape, Keras's SGD, PyTorch's Adam and
     AdamW in tf ops."""
@@ -273,6 +316,16 @@ class TensorFlow(Target):
     def fresh(self, f: Callable[..., Any]) -> Callable[..., Any]:
         """f, or its own tf.function (a training step closing over its model's variables and its optimizer)."""
         return tf.function(f, jit_compile=False) if self.function else f
+
+    def source(self, op: str) -> str | None:
+        wrap = "tf.function({f}, jit_compile=False)" if self.function else None
+        if op == "opt_steps":
+            return OPT_SOURCE.format(wrap="\n    step = tf.function(step, jit_compile=False)\n" if self.function else "")
+        if op not in SOURCES:
+            return None
+        params, body, args = SOURCES[op]
+        return op_source("import tensorflow as tf", op, params, body, f"c = tf.constant\nreturn {{f}}({args}).numpy()",
+                         wrap)
 
     def linear(self, x: Any, w: Any, b: Any | None) -> Any:
         if b is None:

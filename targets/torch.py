@@ -16,7 +16,7 @@ import io
 import platform
 from typing import Any, Iterator, Sequence
 
-from bendtorch.targets.base import NotRun, Opt, Target, as_f32, impl_shape, require, thread_count, weights
+from bendtorch.targets.base import NotRun, Opt, Target, as_f32, impl_shape, op_source, require, thread_count, weights
 
 require("torch", target="torch")
 
@@ -25,6 +25,31 @@ import torch  # noqa: E402
 import torch.nn.functional as Fn  # noqa: E402
 
 from bendtorch.impl.llama import LlamaCfg  # noqa: E402
+
+
+# each operation in PyTorch alone, for a failure's reproduction (Target.source): its parameters, its computation on
+# tensors and how the numpy arrays become its arguments (t = torch.from_numpy)
+SOURCES: dict[str, tuple[str, str, str]] = {
+    "linear": ("x, w, b", "return F.linear(x, w, b)", "t(x), t(w), None if b is None else t(b)"),
+    "rms_norm": ("x, w, eps", "return F.rms_norm(x, (x.shape[-1],), w, eps)", "t(x), t(w), eps"),
+    "layer_norm": ("x, w, b, eps", "return F.layer_norm(x, (x.shape[-1],), w, b, eps)", "t(x), t(w), t(b), eps"),
+    "softmax": ("x", "return F.softmax(x, dim=-1)", "t(x)"),
+    "log_softmax": ("x", "return F.log_softmax(x, dim=-1)", "t(x)"),
+    "ce_rows": ("z, labels", 'return F.cross_entropy(z, labels, reduction="none")',
+                "t(z), torch.from_numpy(np.asarray(labels, np.int64))"),
+    "attention": ("q, k, v, sc", "return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=float(sc),\n"
+                  "                                      enable_gqa=q.shape[1] != k.shape[1])", "t(q), t(k), t(v), sc"),
+    "erf": ("x", "return torch.erf(x)", "t(x)"),
+}
+
+
+def torch_source(op: str, wrap: str | None = None) -> str | None:
+    """SOURCES[op] as a reproduction's function (base.op_source), under torch.no_grad, optionally wrapped."""
+    if op not in SOURCES:
+        return None
+    params, body, args = SOURCES[op]
+    call = f"t = torch.from_numpy\nwith torch.no_grad():\n    return {{f}}({args}).numpy()"
+    return op_source("import torch\nimport torch.nn.functional as F", op, params, body, call, wrap)
 
 
 class Torch(Target):
@@ -96,6 +121,9 @@ class Torch(Target):
 
     def erf(self, x: Any) -> Any:
         return self._np(torch.erf(self._t(x)))
+
+    def source(self, op: str) -> str | None:
+        return torch_source(op) if self.device == "cpu" else None
 
     # ---- the tiny Llama, as Hugging Face's LlamaForCausalLM computes it ----
 

@@ -48,7 +48,7 @@ import torch  # noqa: E402
 import torch.nn.functional as Fn  # noqa: E402
 
 from bendtorch.impl.llama import LlamaCfg  # noqa: E402
-from bendtorch.targets.torch import Torch  # noqa: E402
+from bendtorch.targets.torch import Torch, torch_source  # noqa: E402
 
 MODE = "default"
 # graphs kept per compiled function's code: the static column compiles one per shape the laws draw (up to 16 for
@@ -189,6 +189,9 @@ class TorchCompile(Torch):
     def erf(self, x: Any) -> Any:
         with torch.no_grad():
             return self._np(self.compiled("erf", _erf)(self._t(x)))
+
+    def source(self, op: str) -> str | None:
+        return torch_source(op, f'torch.compile({{f}}, backend="inductor", mode="{MODE}", dynamic={self.dynamic})')
 
     def llama_logits(self, cfg: LlamaCfg, seed: int, tokens: Any) -> Any:
         def logits(P: dict[str, torch.Tensor], ids: torch.Tensor) -> torch.Tensor:

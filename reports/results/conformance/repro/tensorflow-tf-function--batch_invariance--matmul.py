@@ -1,0 +1,57 @@
+"""tensorflow (tf.function) against the conformance law batch_invariance/matmul (bit for bit): x·Wᵀ: row 0 in a batch
+of 2 against alone.
+
+Found by bendtorch's conformance laws on Intel(R) Xeon(R) Processor (family 6, model 207), 2 cores: 1 of 1 elements
+differ; first at (0, 0): 3f4d0fce against 3f4d0fcd. Run with python; it prints how many elements differ and the
+first, as bit patterns (got against want).
+"""
+import numpy as np
+import tensorflow as tf
+
+
+def f32(hexbits, shape):
+    """A float32 array from its bit patterns (hex words, C order)."""
+    return np.array([int(h, 16) for h in hexbits.split()], np.uint32).view(np.float32).reshape(shape)
+
+
+def _linear(x, w, b):
+    y = tf.linalg.matmul(x, w, transpose_b=True)
+    return y if b is None else y + b
+
+
+_linear = tf.function(_linear, jit_compile=False)
+
+
+def linear(x, w, b):
+    c = tf.constant
+    return _linear(c(x), c(w), None if b is None else c(b)).numpy()
+
+
+x = f32("""
+    3e00bf6c be07467f 3f23f2bd 3dd6d5df bf0921a1 3eb922fd 3fa6e979 3f7273e6
+    bf3427fe bfa1f955 bf1f8eea 3d29456e c014cd4e be600aec bf9f7a03 bf3b75e0
+    bf0b548f bea1f218 3ed2c13d 3f857114 be039e97 3faee846 bf2a4a33 3eb3f921
+    3f6749d2 3dc08985 bf3e55f8 bf6bf632 beea5b0a 3e617ad5 bf813b2b be56321f
+    be230be2 3f0a74db
+""", (2, 17))
+i = 0
+w = f32("""
+    3eb0f069 3f525591 3ea92f0c bfa6cddb 3f67c567 3ee48b35 bf0975c4 3f14c428
+    3ebaa93c 3e969889 3ce8d5c3 3f0bf562 bf3c8841 be26d1de bef6d858 3f194dfc
+    3d22b3a6
+""", (1, 17))
+
+got = linear(x, w, None)[i:i + 1]
+want = linear(x[i:i + 1], w, None)
+
+g, w = np.asarray(got, np.float32), np.asarray(want, np.float32)
+bad = g.view(np.uint32) != w.view(np.uint32)
+bad &= ~(np.isnan(g) & np.isnan(w))  # a NaN matches any NaN
+idx = np.argwhere(bad)
+print(f"{int(bad.sum())} of {bad.size} elements differ", end="")
+if idx.size:
+    k = tuple(int(a) for a in idx[0])
+    print(f"; first at {k}: {g[k].view(np.uint32):08x} ({float(g[k])!r}) against "
+          f"{w[k].view(np.uint32):08x} ({float(w[k])!r})")
+else:
+    print()
