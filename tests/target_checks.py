@@ -5,6 +5,9 @@ with the target (tests/test_target_*.py)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -82,3 +85,38 @@ def bf16_and_dropout_zero_are_exact(t: Any) -> None:
     assert np.array_equal(t.bf16_bits(u.view(F32)), np.array([exact_rne(int(a)) for a in u], np.uint16))
     x = np.random.default_rng(3).integers(0, 2**32, (3, 5), dtype=np.uint64).astype(np.uint32).view(F32)
     assert np.array_equal(t.dropout(x, 0.0).view(np.uint32), x.view(np.uint32))
+
+
+def conformance_laws() -> ModuleType:
+    """bendtorch.laws.test_targets imported under the conformance tests' profile (20 examples, no deadline,
+    derandomized so a check is reproducible), the profile in force before put back at once: hypothesis binds a
+    test's settings when @given decorates it, so whichever test module imports the laws first decides them for all,
+    and every module that calls this gets the same."""
+    from hypothesis import HealthCheck, settings
+    settings.register_profile("conformance-tests", max_examples=20, deadline=None, database=None, derandomize=True,
+                              suppress_health_check=list(HealthCheck))
+    before = getattr(settings, "_current_profile", None) or "default"
+    settings.load_profile("conformance-tests")
+    try:
+        from bendtorch.laws import test_targets
+    finally:
+        settings.load_profile(before)
+    return test_targets
+
+
+def not_run_without(module: str, target: str) -> list[str]:
+    """The lines a fresh Python prints whose import of `module` is blocked (not installed, as far as Python can
+    tell): the adapter's module imports all the same, making the target raises NotRun (its reason printed first),
+    and the target's column says not run (its reason printed second)."""
+    code = (f"import sys\n"
+            f"sys.modules[{module!r}] = None\n"
+            f"import bendtorch.targets.{target}\n"
+            f"from bendtorch.targets import NotRun, column, make_target, resolve\n"
+            f"try:\n"
+            f"    make_target({target!r})\n"
+            f"except NotRun as e:\n"
+            f"    print('NotRun:', e)\n"
+            f"print(column(resolve({target!r}))[1]['not_run'])\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines()

@@ -19,9 +19,10 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, settings
 
 from bendtorch.impl.llama import config
+from tests import target_checks as C
+
 from bendtorch.laws.registry import LawFailure
 from bendtorch.laws.run import conformance_markdown, exit_code
 from bendtorch.records.targets import RECORDS
@@ -29,15 +30,7 @@ from bendtorch.targets import NotApplicable, NotRun, Opt, Target, make_target
 
 F32 = np.float32
 
-# hypothesis binds a test's settings when @given decorates it: the laws are imported under this profile (20
-# examples, no deadline, derandomized so the check is reproducible; the laws' own conftest gives the same where it
-# is loaded first), and the profile in force before is put back at once.
-settings.register_profile("conformance-tests", max_examples=20, deadline=None, database=None, derandomize=True,
-                          suppress_health_check=list(HealthCheck))
-_before = getattr(settings, "_current_profile", None) or "default"
-settings.load_profile("conformance-tests")
-from bendtorch.laws import test_targets as T  # noqa: E402
-settings.load_profile(_before)
+T = C.conformance_laws()  # the laws under the conformance tests' profile (target_checks)
 
 
 def up(a: Any) -> Any:

@@ -19,6 +19,8 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
+from tests import target_checks as C
+
 from bendtorch.laws.verdict import exact_rne
 from bendtorch.oracle.ulp import normwise, ulp_error
 from bendtorch.records.targets import RECORDS
@@ -204,23 +206,11 @@ def test_sweep_library_is_the_targets_graphs() -> None:
 
 # ---- a missing extra, and the laws' ci profile ----
 
-BLOCKED = """
-import sys
-sys.modules["onnxruntime"] = None   # the import blocked: onnxruntime is not installed, as far as Python can tell
-import bendtorch.targets.onnxruntime
-from bendtorch.targets import NotRun, make_target
-try:
-    make_target("onnxruntime")
-except NotRun as e:
-    print("NotRun:", e)
-"""
-
-
 def test_not_run_when_onnxruntime_is_missing() -> None:
-    """The module imports without its library; making the target says not run, naming the extra."""
-    r = subprocess.run([sys.executable, "-c", BLOCKED], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "NotRun: onnxruntime is not installed (pip install 'bendtorch[onnx]')", r.stdout
+    """The module imports without its library; making the target says not run, naming the extra, and so does the
+    column."""
+    says = "onnxruntime is not installed (pip install 'bendtorch[onnx]')"
+    assert C.not_run_without("onnxruntime", "onnxruntime") == [f"NotRun: {says}", says]
 
 
 def test_laws_ci_profile(tmp_path: Path) -> None:

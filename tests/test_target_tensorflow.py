@@ -200,26 +200,11 @@ def test_the_sweep_library_gives_float32_arrays_of_the_input_s_shape(eager: Any)
 
 # ---- not run without the library; one column; the machine record ----
 
-BLOCKED = """
-import sys
-sys.modules["tensorflow"] = None   # the import blocked: tensorflow is not installed, as far as Python can tell
-import bendtorch.targets.tensorflow
-from bendtorch.targets import NotRun, column, make_target, resolve
-try:
-    make_target("tensorflow")
-except NotRun as e:
-    print("NotRun:", e)
-print(column(resolve("tensorflow"))[1]["not_run"])
-"""
-
-
 def test_not_run_when_tensorflow_is_missing() -> None:
     """The module imports without its library; making the target says not run, naming the extra, and so does the
-    law table's column."""
-    r = subprocess.run([sys.executable, "-c", BLOCKED], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    column."""
     says = "tensorflow is not installed (pip install 'bendtorch[tensorflow]')"
-    assert r.stdout.splitlines() == [f"NotRun: {says}", says], r.stdout
+    assert C.not_run_without("tensorflow", "tensorflow") == [f"NotRun: {says}", says]
 
 
 def test_two_columns_eager_and_tf_function_and_the_machine_record() -> None:

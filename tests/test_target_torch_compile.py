@@ -22,7 +22,8 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, settings
+
+from tests import target_checks as C
 
 from bendtorch.laws.registry import LawFailure
 from bendtorch.oracle.ulp import normwise
@@ -32,15 +33,7 @@ from bendtorch.targets import torch_compile as TC
 
 F32 = np.float32
 
-# the laws imported under tests/test_conformance.py's profile (hypothesis binds a test's settings at decoration, and
-# whichever of the two modules imports the laws first decides them for both: the same profile either way), the
-# profile before put back
-settings.register_profile("conformance-tests", max_examples=20, deadline=None, database=None, derandomize=True,
-                          suppress_health_check=list(HealthCheck))
-_before = getattr(settings, "_current_profile", None) or "default"
-settings.load_profile("conformance-tests")
-from bendtorch.laws import test_targets as L  # noqa: E402
-settings.load_profile(_before)
+L = C.conformance_laws()  # the laws under the conformance tests' profile (target_checks)
 
 # Inductor fuses the row's max, exp, sum and division into its own loops (vectorised, another summation order
 # than ATen's kernel): each output is a few roundings from the truth either way, so the two agree to within a few
