@@ -10,8 +10,8 @@
 #   bash bench/gpu.sh --standin --sample 4096  here: the same path with the CPU standing in for the GPU
 #                                               (BENDTORCH_SWEEP_GPU=cpu), a sample of the inputs; the laws on cuda
 #                                               say "not run: no GPU"
-# JAX's CUDA build is not a target here: the jax target runs on the CPU only. The op-accuracy matrix runs on the CPU
-# only (bendtorch report --target).
+# The op-accuracy matrix of PyTorch CUDA (TF32 off and on: `bendtorch report --target torch --device cuda
+# --accuracy-only`) lands in OUT/accuracy. JAX's CUDA build is not a target here: the jax target runs on the CPU only.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-out}
@@ -34,6 +34,8 @@ status=0
 # the laws: exit 0 with findings; --allow-not-run so that a machine without a GPU still writes its "not run" rows
 $BT laws --target torch --device cuda --allow-not-run --json "$OUT/torch-cuda.json" > "$OUT/laws.txt" 2>&1 || status=1
 grep "^total" "$OUT/laws.txt"
+$BT report --target torch --device cuda --accuracy-only --out "$OUT/accuracy" > "$OUT/accuracy.txt" 2>&1 || status=1
+tail -1 "$OUT/accuracy.txt"
 WORKERS=$(nproc)
 for f in exp log tanh sin cos erf sqrt rsqrt; do
   $BT sweep "$f" --lib torch_cuda "${SAMPLE[@]}" --workers "$WORKERS" --out "$OUT/atlas" --quiet --no-plots \

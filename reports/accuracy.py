@@ -252,32 +252,34 @@ def _pooled(op: OpRecord, k: str, method: str, drawn: list[tuple[Sample, dict[st
 
 @dataclass(frozen=True)
 class Column:
-    """One column of the matrix: a resolved target with one of its variants on the CPU."""
+    """One column of the matrix: a resolved target with one of its variants on a device (the CPU unless named)."""
 
     res: Resolved
     variant: Variant
+    device: str = "cpu"
 
     @property
     def label(self) -> str:
-        return self.res.record.label("cpu", self.variant)
+        return self.res.record.label(self.device, self.variant)
 
 
-def columns(specs: list[str]) -> list[Column]:
+def columns(specs: list[str], device: str = "cpu") -> list[Column]:
     """The columns the specs name (each a target spec, or several separated by commas; "all": every built-in
-    target), each variant of a target on the CPU, in order, each once. SpecError (one line) for a spec that names
-    nothing: resolved before any work."""
+    target that runs on the device), each variant of a target on the device, in order, each once. SpecError (one
+    line) for a spec that names nothing, or a target the device is not one of: resolved before any work."""
     names: list[str] = []
     for spec in specs:
         for part in spec.split(","):
             part = part.strip()
             if not part:
                 raise SpecError(f"{spec!r}: an empty target name")
-            names += list(RECORDS) if part == ALL else [part]
+            names += [n for n, r in RECORDS.items() if r.devices is None or device in r.devices] \
+                if part == ALL else [part]
     out: list[Column] = []
     for n in dict.fromkeys(names):
         res = resolve(n)
-        vs = res.record.check("cpu") if res.record.devices is not None else (PLAIN,)
-        out += [Column(res, v) for v in vs]
+        vs = res.record.check(device) if res.record.devices is not None else (PLAIN,)
+        out += [Column(res, v, device) for v in vs]
     return out
 
 
@@ -290,7 +292,7 @@ def measure(cols: list[Column], quick: bool = True, ops: list[OpRecord] | None =
     not_run: list[dict[str, str]] = []
     for c in cols:
         try:
-            tg = c.res.make("cpu", c.variant)
+            tg = c.res.make(c.device, c.variant)
         except NotRun as e:
             not_run.append({"target": c.label, "not_run": str(e)})
             if not skip_not_run:

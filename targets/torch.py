@@ -60,6 +60,8 @@ class Torch(Target):
         super().__init__(device, tf32=tf32)
         self.tf32 = tf32
         if device == "cuda":
+            # the machine record then names the GPU, its compute capability and the CUDA runtime
+            self.libraries = ("torch", "torch_cuda")
             torch.backends.cuda.matmul.allow_tf32 = tf32
             torch.backends.cudnn.allow_tf32 = tf32
 

@@ -97,6 +97,19 @@ def test_an_unknown_target_is_one_line_and_exit_2_before_any_work(tmp_path: Path
     assert not out.exists()
 
 
+def test_a_device_its_targets_lack_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--device names the matrix's device: a target without it, or --device without --target, is a usage error
+    before any work; "all" on cuda is the targets that run there (torch's two TF32 columns)."""
+    out = tmp_path / "never"
+    for args, says in ((["--target", "jax", "--device", "cuda"], "--target: target jax runs on cpu, not cuda"),
+                       (["--device", "cuda"], "--device: names the device of the --target columns")):
+        assert main(["report", "--out", str(out), *args, "--accuracy-only"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"bendtorch report: error: {says}"), err
+    assert not out.exists()
+    assert [c.label for c in A.columns(["all"], "cuda")] == ["torch cuda (TF32 off)", "torch cuda (TF32 on)"]
+
+
 def test_accuracy_only_writes_a_matrix_that_validates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = f"{__name__}:Identity"
     code = main(["report", "--out", str(tmp_path), "--quick", "--only", "Softmax", "--target", "impl",

@@ -56,6 +56,10 @@ def test_the_prepared_gpu_run_with_the_cpu_standing_in(tmp_path: Path) -> None:
     laws = json.loads((out / "torch-cuda.json").read_text())
     rows = laws["rows"]
     assert rows and {r["result"] for r in rows} == ({"passed", "failed"} if HAS_GPU else {"not run"})
+    acc = json.loads((out / "accuracy" / "accuracy.json").read_text())
+    assert [c["target"] for c in acc["columns"]] == ["torch cuda (TF32 off)", "torch cuda (TF32 on)"]
+    cells = {r["status"] for c in acc["columns"] for r in c["rows"]}
+    assert ("not run" not in cells) if HAS_GPU else cells == {"not run"}, cells
     for f in ("exp", "log", "tanh", "sin", "cos", "erf", "sqrt", "rsqrt"):
         d = json.loads((out / "atlas" / f / "sweep_sample.json").read_text())
         col = d["libraries"]["torch_cuda"]

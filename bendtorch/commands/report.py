@@ -5,11 +5,13 @@ ones, written as report.json (with a schema version; report.schema.json describe
 file REPORT.md links beside it (bendtorch.reports.report does the work).
 
     bendtorch report [--out DIR] [--quick] [--erf-sample N] [--no-plots] [--only NAME ...] [--target SPEC ...]
-                     [--accuracy-only]
+                     [--device DEVICE] [--accuracy-only]
 
 --target names the columns of the op-accuracy matrix (each op x target, in ulps against the oracle; repeatable or
 comma-separated; a built-in name, pkg.mod:attr or an entry point as for `bendtorch laws`; "all": every built-in target
-that can be made here, each variant on the CPU); default impl and torch. --accuracy-only writes only that matrix, as
+that can be made here, each variant on the device); default impl and torch. --device runs those targets on another
+device their records list (`--target torch --device cuda`: PyTorch CUDA, TF32 off and on; "not run: no GPU" rows
+where there is none). --accuracy-only writes only that matrix, as
 ACCURACY.md and accuracy.json (records/schemas/accuracy.schema.json); the committed matrix in
 reports/results/accuracy/ is `bendtorch report --target all --accuracy-only --out reports/results/accuracy`.
 
@@ -52,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a column of the op-accuracy matrix (repeatable or comma-separated): a built-in target, "
                              "pkg.mod:attr or an entry point's name, or 'all' (every built-in target that can be "
                              "made here, each variant); default impl,torch")
+    parser.add_argument("--device", default="cpu", metavar="DEVICE",
+                        help="the device of the op-accuracy matrix's targets, one their records list (torch: cpu or "
+                             "cuda); default cpu")
     parser.add_argument("--accuracy-only", action="store_true",
                         help="write only the op-accuracy matrix (ACCURACY.md, accuracy.json) into --out")
     parser.add_argument("--erf-full", type=Path, default=None, metavar="JSON",
@@ -74,6 +79,8 @@ def _command(a: argparse.Namespace) -> str:
         parts += ["--only", o]
     for t in a.target or []:
         parts += ["--target", t]
+    if a.device != "cpu":
+        parts += ["--device", a.device]
     parts += ["--accuracy-only"] * a.accuracy_only
     return " ".join(parts)
 
@@ -82,12 +89,14 @@ def _columns(a: argparse.Namespace) -> tuple[list[Any] | None, bool]:
     """The matrix's columns the --target options name (None: the default), resolved before any work, and whether
     the targets that cannot be made here are left out ("all" names them)."""
     if a.target is None:
+        if a.device != "cpu":
+            raise UsageError("--device: names the device of the --target columns; give --target")
         return None, False
     from bendtorch.records.targets import SpecError
     from bendtorch.reports.accuracy import ALL, columns
 
     try:
-        cols = columns(a.target)
+        cols = columns(a.target, a.device)
     except SpecError as e:
         raise UsageError(f"--target: {e}") from None
     return cols, any(p.strip() == ALL for t in a.target for p in t.split(","))
