@@ -57,6 +57,9 @@ RECIPES: dict[tuple[str, str], Recipe] = {
     ("batch_invariance", "cross_entropy_rows"): Recipe(
         ("ce_rows",), "got = ce_rows(z, labels)[i:i + 1]\nwant = ce_rows(z[i:i + 1], labels[i:i + 1])",
         drawn=(("z", 0, 4.0),)),
+    ("batch_invariance", "attention"): Recipe(
+        ("attention",), "got = attention(q, k, v, scale)[i:i + 1]\nwant = attention(q[i:i + 1], k[i:i + 1], v[i:i + 1], scale)",
+        drawn=(("q", 0, 1.0), ("k", 1, 1.0), ("v", 2, 1.0))),
     ("attention", "causal_keys"): Recipe(
         ("attention",), "got = attention(q, k2, v, scale)[:, :, :i + 1]\nwant = attention(q, k, v, scale)[:, :, :i + 1]",
         drawn=(("q", 0, 1.0), ("k", 1, 1.0), ("v", 2, 1.0))),
