@@ -3,8 +3,8 @@
 so what is timed is the worker's chunk pass alone (bendtorch.reports.sweep.chunkpass.run_task: the reference, the
 hard cases, the statistics pass). A few chunks spread over the positive patterns, each timed `repeats` times in this
 process; the figure is the median over the repeats of the chunks' total time over their inputs: the process's CPU time
-(a busy machine's waits left out), and the wall time beside it. With --lib, a
-built-in library is timed the same way instead (its own cost included).
+(a busy machine's waits left out), and the wall time beside it. With --lib, a built-in library is timed the same way
+instead (its own cost included), and its function alone on the same inputs beside it (own_ns_per_input).
 
     python -m bendtorch.bench.checker [--functions exp,tanh,erf,dsilu] [--chunks 8] [--patterns 1048576]
                                       [--repeats 3] [--lib clib]
@@ -73,9 +73,31 @@ def measure(function: str, lib_name: str, chunks: int, patterns: int, repeats: i
         per.append((time.process_time() - t0) / inputs * 1e9)
         wall.append((time.perf_counter() - w0) / inputs * 1e9)
     ANSWERS.clear()
-    return {"function": function, "library": lib_name, "ns_per_input": round(statistics.median(per), 2),
-            "repeats": [round(p, 2) for p in per], "wall_ns_per_input": round(statistics.median(wall), 2),
-            "inputs": inputs}
+    out = {"function": function, "library": lib_name, "ns_per_input": round(statistics.median(per), 2),
+           "repeats": [round(p, 2) for p in per], "wall_ns_per_input": round(statistics.median(wall), 2),
+           "inputs": inputs}
+    if lib_name != LIBRARY:
+        out["own_ns_per_input"] = own_cost(lib.functions[function], starts, patterns, repeats)
+    return out
+
+
+def own_cost(spec: str, starts: list[int], patterns: int, repeats: int) -> float:
+    """The library's function alone on the same inputs (the chunks' positive patterns and their negatives, as a
+    chunk pass hands them over): ns per input on one core, the median over the repeats. A column costs the checker
+    plus this."""
+    from bendtorch.reports.sweep.libraries import resolve
+
+    f = resolve(spec)
+    xs = [np.concatenate([b, b | np.uint32(0x80000000)]).view(np.float32)
+          for b in (np.arange(s, s + patterns, dtype=np.uint32) for s in starts)]
+    f(xs[0][:64].copy())
+    per = []
+    for _ in range(repeats):
+        t0 = time.process_time()
+        for x in xs:
+            f(x)
+        per.append((time.process_time() - t0) / sum(x.size for x in xs) * 1e9)
+    return round(statistics.median(per), 2)
 
 
 def main(argv: list[str] | None = None) -> None:
