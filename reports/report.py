@@ -239,7 +239,8 @@ def _relabel(doc: dict[str, Any], old: str, new: str) -> dict[str, Any]:
             "targets": [{**t, "target": new} if t.get("target") == old else t for t in doc.get("targets", [])]}
 
 
-def conformance(live: dict[str, Any] | None, here: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def conformance(live: dict[str, Any] | None, here: dict[str, Any],
+                out: Path | None = None) -> tuple[str, dict[str, Any]]:
     """The conformance table from the committed documents (reports/results/conformance/), the torch column measured
     here beside the committed one when `live` (law_run's result for torch) has rows; and the comparison of the two
     columns: the laws whose results differ and whether the machines are the same."""
@@ -247,8 +248,13 @@ def conformance(live: dict[str, Any] | None, here: dict[str, Any]) -> tuple[str,
     from bendtorch.records.machine import compare_note, describe
 
     docs = load_results(RESULTS / "conformance")
+    # the failures' reproductions, copied beside the report (with out) so its links stay inside its folder
     repro = RESULTS / "conformance" / "repro"
     scripts, link = {p.name for p in repro.glob("*.py")}, shown(repro) + "/"
+    if out is not None:
+        link = "conformance/repro/"
+        for name in sorted(scripts):
+            copy_beside(repro / name, out, link + name)
     if not live or live.get("status") != "ok":
         return conformance_markdown(docs, scripts, link), {"status": "not measured here: " + str((live or {}).get("status"))}
     mine = {"profile": "ci", "seconds": round(live["seconds"], 1), "machine": live["machine"],
@@ -280,7 +286,7 @@ def committed_sections(out: Path, live_conformance: dict[str, Any] | None, live_
     got: dict[str, Any] = {"conformance_compared": {"status": "not rendered"}}
 
     def conf(d: Path) -> str:
-        md, got["conformance_compared"] = conformance(live_conformance, here)
+        md, got["conformance_compared"] = conformance(live_conformance, here, out)
         return md
 
     renders: tuple[tuple[str, Callable[[Path], str]], ...] = (
