@@ -3,7 +3,7 @@ bendtorch.reports.sweep) measures, in the manner of the two-line header of a fun
 check_exhaustive.
 
 A record names its code by "module:attr" strings, resolved lazily above this layer (this module imports nothing of
-the project): `reference`, a compiled float64 function x -> (value, scale) whose error is at most
+the project but the op records, whose activations' atlas functions it adds): `reference`, a compiled float64 function x -> (value, scale) whose error is at most
 `error_bound * scale` (bendtorch.oracle.functions holds every one); `mpmath`, the same function in mpmath, which
 decides the inputs whose float64 value lies within that bound of a float32 rounding boundary (the hard cases);
 `piece_of`, a compiled classifier of x into `pieces` for figures per piece. Which libraries provide a function is
@@ -18,7 +18,8 @@ f(x) = (x/2)(1 + g(x)) with g odd, of the sign of x and |g(x)| <= 2|x| (SiLU, bo
 decided by a proof from that form (bendtorch.reports.sweep.kernels.HALF_X_RULE) instead of mpmath.
 
 Adding a function: one record here, its reference and mpmath formula in oracle/functions.py, and the function in
-the record of each library that provides it (CONTRIBUTING.md, "Adding a function to the atlas").
+the record of each library that provides it (CONTRIBUTING.md, "Adding a function to the atlas"). An activation's two
+functions need no record here, nor a place in impl's library record: its op record gives both.
 """
 
 from __future__ import annotations
@@ -93,5 +94,22 @@ FUNCTIONS: dict[str, SweepFunction] = {f.name: f for f in [
     _f("dgelu_tanh", "GELU'(x), tanh form"),
     _f("dgelu_erf", "GELU'(x), erf form"),
 ]}
+
+
+def _activation_functions() -> list[SweepFunction]:
+    """The atlas functions of the activations' op records (records.ops: `Act.sweep`, value and derivative at dy = 1)
+    that have no entry above: the plain entry (every float32 input, no symmetry, the references `ref_NAME` and
+    `mp_NAME` in oracle/functions.py). So a new activation reaches the atlas from its op record; an entry above
+    refines one (its title, domain, symmetry, twins, half-x ties) and keeps its digest."""
+    from bendtorch.records.ops import ACTIVATIONS
+    out = []
+    for op in ACTIVATIONS:
+        if op.act is not None and op.act.sweep is not None:
+            value, derivative = op.act.sweep
+            out += [_f(value, f"{op.name}(x)"), _f(derivative, f"{op.name}'(x)")]
+    return [f for f in out if f.name not in FUNCTIONS]
+
+
+FUNCTIONS.update({f.name: f for f in _activation_functions()})
 
 NAMES = tuple(FUNCTIONS)

@@ -5,7 +5,7 @@ A record maps each function it provides to a "module:attr" string naming a funct
 (attr may be a dotted path through attributes and mapping keys: "pkg.mod:TABLE.exp"). The strings are resolved inside
 every worker process (bendtorch.reports.sweep.libraries.resolve), so a library from outside the project works in the
 process pool and on a Dask cluster alike, as long as its module imports there. This module imports nothing of the
-project.
+project beyond the op records (records.ops, which give impl's activations).
 
 What a chunk of a sweep is keyed by comes partly from here: `distribution`, the library whose version, build and
 dispatch level (bendtorch.records.machine.probe) enter the key; `libm`, the BENDTORCH_LIBM the worker must run
@@ -64,7 +64,21 @@ class SweepLibrary:
 _A = "bendtorch.reports.sweep.libraries"
 _PORTABLE = ("exp", "log", "tanh", "sin", "cos")                 # impl's functions with an exception table
 _BASIC = _PORTABLE + ("pow",)
+# the activations PyTorch's and numpy's adapters write out (reports/sweep/libraries/pytorch.py, numpy_ufuncs.py)
 _ACTS = ("sigmoid", "silu", "gelu_tanh", "dsigmoid", "dtanh", "dsilu", "dgelu_tanh")
+
+
+def _impl_activations() -> tuple[str, ...]:
+    """The atlas functions of impl's activations, value and derivative, from their op records (records.ops): impl's
+    kernel table (reports/sweep/libraries/impl.py) is built from the same records, so a new activation reaches
+    impl's columns with its record and its sweep functions' entries (records.functions), nothing here. The order of
+    a library's functions does not enter its digest (fields_digest sorts them)."""
+    from bendtorch.records.ops import ACTIVATIONS
+    return tuple(f for op in ACTIVATIONS if op.act is not None and op.act.sweep for f in op.act.sweep)
+
+
+_IMPL = tuple(dict.fromkeys(_BASIC + ("erf", "sqrt", "rsqrt") + _impl_activations()))
+# every function the other libraries' adapters write out (their tables name each)
 _ALL = _BASIC + ("erf", "sqrt", "rsqrt") + _ACTS[:3] + ("gelu_erf",) + _ACTS[3:] + ("dgelu_erf",)
 
 
@@ -74,13 +88,13 @@ def _table(module: str, table: str, names: tuple[str, ...]) -> dict[str, str]:
 
 LIBRARIES: dict[str, SweepLibrary] = {lib.name: lib for lib in [
     SweepLibrary("impl", "impl's kernel function with its portable functions (impl.kernels.portable; "
-                 "BENDTORCH_LIBM=portable)", _table("impl", "KERNEL", _ALL), libm="portable", impl=True,
+                 "BENDTORCH_LIBM=portable)", _table("impl", "KERNEL", _IMPL), libm="portable", impl=True,
                  everywhere=True),
     SweepLibrary("impl_raw", "impl's portable function without its exception table (impl.kernels.portable.raw_*: the "
                  "float32 pair alone); the inputs it misrounds are the table's", _table("impl", "RAW", _PORTABLE),
                  impl=True, everywhere=True),
     SweepLibrary("impl_clib", "impl's kernel function with the C library's float32 functions (BENDTORCH_LIBM=clib)",
-                 _table("impl", "KERNEL", tuple(f for f in _ALL if f not in ("erf", "sqrt", "rsqrt"))),
+                 _table("impl", "KERNEL", tuple(f for f in _IMPL if f not in ("erf", "sqrt", "rsqrt"))),
                  distribution="clib", libm="clib", impl=True),
     SweepLibrary("torch", "PyTorch CPU float32, a large contiguous tensor (the vectorised path)",
                  _table("pytorch", "VECTOR", _ALL), distribution="torch"),

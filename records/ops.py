@@ -7,7 +7,9 @@ activation its code in impl's dispatch, the stems of its kernels and formulas an
 conformance targets' operations that compute it), one sample-input generator (`sample`: shapes, seeds, input,
 parameters, dy or the loss's targets), its bounds in ulps against the oracle with their reason, the law families
 that state its properties, and what it lacks on an axis (`Gap`: the reason, the seed's line, where it is covered
-instead). This module is the bottom layer: it imports numpy and nothing of the project; `build(lib, dims)` takes the
+instead). This module is the bottom layer: it imports nothing of the project, and numpy only where a sample is drawn
+(the command line's help reads the activations' atlas names through records.libraries and records.functions without
+loading numpy); `build(lib, dims)` takes the
 library module (bendtorch.impl or bendtorch.oracle: the same constructors, and their DTYPE) as an argument, and an
 activation names its kernels by stems that impl and the oracle resolve in their own modules.
 
@@ -19,18 +21,21 @@ operation). docs/ops.md says how to add an op.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, Callable
 
 from bendtorch.records.optimizers import COMPARED, optimizer
 
-F32 = np.float32
-Arr = npt.NDArray[Any]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Arr = npt.NDArray[Any]
+    Gen = np.random.Generator
+F32 = "float32"      # dtype names: .astype("float32") is .astype(np.float32)
+I64 = "int64"
 Dims = dict[str, Any]
-Gen = np.random.Generator
 
 FACTOR = 4.0  # default: impl's p99 / median error may be at most 4x PyTorch's (+ the slack of reference.ops.judge)
 KINDS = ("layer", "loss", "combinator", "optimizer")                      # the op table's groups
@@ -151,7 +156,7 @@ def default_pinit(rng: Gen, shapes: list[tuple[int, int]]) -> list[Arr]:
     """PyTorch's Linear initialisation scale: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in the last dimension."""
     out = []
     for (r, c) in shapes:
-        a = 1.0 / np.sqrt(c)
+        a = 1.0 / math.sqrt(c)      # correctly rounded, as np.sqrt
         out.append(rng.uniform(-a, a, (r, c)).astype(F32))
     return out
 
@@ -163,18 +168,22 @@ def spec_value(spec: Any, rng: Gen, vocab: int) -> Any:
         return (spec_value(spec.a, rng, vocab), spec_value(spec.b, rng, vocab))
     if hasattr(spec, "r"):
         return rng.standard_normal((spec.r, spec.c)).astype(F32)
-    return rng.integers(0, vocab, spec.n).astype(np.int64)
+    return rng.integers(0, vocab, spec.n).astype(I64)
 
 
 def dy_like(rng: Gen, y: Any) -> Any:
     """Standard normal float32 values of y's shape (a pair: each part in order)."""
     if isinstance(y, tuple):
         return tuple(dy_like(rng, a) for a in y)
+    import numpy as np
+
     return rng.standard_normal(np.shape(y)).astype(F32)
 
 
 def widen(v: Any, dtype: Any) -> Any:
     """v (an array, a pair, ids) with its float arrays in dtype; ids stay int64."""
+    import numpy as np
+
     if isinstance(v, tuple):
         return tuple(widen(a, dtype) for a in v)
     if isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.floating):
@@ -187,6 +196,8 @@ def load_params(layer: Any, params: list[Arr], dtype: Any) -> Any:
     p = layer.zeros()
     if not params:
         return p
+    import numpy as np
+
     flat = np.concatenate([a.reshape(-1) for a in params]).astype(dtype)
     if flat.size != layer.count():
         raise ValueError(f"{layer.name}: {flat.size} parameters given, the layer counts {layer.count()}")
@@ -210,6 +221,8 @@ def sample(op: OpRecord, lib: Any, d: Dims, seed: int) -> Sample:
     """The case (dims d, seed) of an op, every suite's: x, the parameters and t drawn in that order from numpy's
     Generator at the seed; a layer's dy from the Generator at seed + 10000, shaped as its output in `lib` (the
     library's output for these inputs: the same shape in impl and the oracle)."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     obj = op.build(lib, d)
     x = op.x(rng, d) if op.x is not None else spec_value(obj.x_spec, rng, d.get("v", 0))
@@ -350,7 +363,7 @@ LAYERS: tuple[OpRecord, ...] = (
                  "projections of dy (a double cancellation); dp sums n products", laws=_BI),
     OpRecord("Embedding", "layer", "layer", lambda L, d: L.Embedding(d["n"], d["v"], d["d"]),
              lambda n, a, b: {"n": n, "v": b, "d": a}, shapes=({"n": 6, "v": 5, "d": 4}, {"n": 20, "v": 11, "d": 16}),
-             x=lambda r, d: r.integers(0, d["v"], d["n"]).astype(np.int64), pshapes=lambda d: [(d["v"], d["d"])],
+             x=lambda r, d: r.integers(0, d["v"], d["n"]).astype(I64), pshapes=lambda d: [(d["v"], d["d"])],
              outputs=("y", "dp"), bound={"y": 0.0, "dp": 2.0}, bound_elem={"y": 0.0},
              why="y copies rows (exact); dp adds the rows of dy that share an id, at most a few float32 additions",
              bitexact=("y",), laws=("protocol",)),
@@ -376,10 +389,12 @@ LAYERS: tuple[OpRecord, ...] = (
 
 
 def _labels(r: Gen, d: Dims) -> Any:
-    return r.integers(0, d["c"], d["n"]).astype(np.int64)
+    return r.integers(0, d["c"], d["n"]).astype(I64)
 
 
 def _logp(r: Gen, d: Dims) -> Arr:
+    import numpy as np
+
     z = r.standard_normal((d["n"], d["c"])) * 2.0
     lp = z - np.log(np.sum(np.exp(z - z.max(1, keepdims=True)), 1, keepdims=True)) - z.max(1, keepdims=True)
     return np.asarray(lp, dtype=F32)

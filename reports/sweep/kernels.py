@@ -182,7 +182,9 @@ def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, pcs: Any, sym: int, cnt: A
             normal = ab >= np.uint32(0x00800000) and ab < np.uint32(0x7F800000)
             if normal and _f2u(ri) == _f2u(ci) and abs(ci) < np.inf:
                 # the common input, on a short path: x normal, the result the reference's bits and a number (so the
-                # reference's float64 value is finite): correctly rounded, counted as the path below counts it
+                # reference's float64 value is finite): correctly rounded, counted as the path below counts it.
+                # Its statistics are written out here, not shared with the path below through a helper: numba
+                # compiled such a helper (inlined or not) into a pass three times slower (25 -> 75 ns an input).
                 if sym != 0 and h == 1:
                     rp = r[i]
                     want = _f2u(rp) ^ np.uint32(0x80000000) if sym == ODD else _f2u(rp)
