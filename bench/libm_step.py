@@ -19,20 +19,14 @@ from typing import Any
 
 _STEP = """
 import json, statistics, time, numpy as np
-from bendtorch import impl
-from bendtorch.impl import llama, optim
+from bendtorch.impl import llama
 from bendtorch.impl.kernels import libm
-from bendtorch.impl.train import train_new, train_step
+from bendtorch.impl.train import train_step
 
 out = {"mode": libm.MODE}
 for name, b, changes in (("tiny", 4, {}), ("smol", 1, {"layers": 2})):
-    cfg = llama.config(name, **changes)
-    ocfg = optim.CAdamW(np.float32(1e-3), np.float32(0.9), np.float32(0.999), np.float32(1e-8),
-                        np.float32(0.01), np.float32(0.1), np.float32(0.001))
-    rng = np.random.default_rng(0)
-    x, y = llama.batch_at(rng.integers(0, cfg.vocab, size=10 * cfg.t), b, cfg.t, rng)
-    model = llama.build(impl, cfg, b)
-    tr = train_new(model.layer, ocfg, model.init(0))
+    r = llama.fixed_run(name, b, **changes)
+    model, ocfg, tr, x, y = r.model, r.cfg, r.train, r.x, r.y
     for _ in range(2):
         tr = train_step(model.layer, model.loss, ocfg, tr, x, y)
     ts = []

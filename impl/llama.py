@@ -242,3 +242,36 @@ def batch_at(tokens: Any, b: int, t: int, rng: np.random.Generator) -> tuple[Any
     x = np.concatenate([toks[s:s + t] for s in starts])
     y = np.concatenate([toks[s + 1:s + t + 1] for s in starts])
     return x, y
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The fixed run: where the whole-run bit pins (tests/test_speed_bits.py) and the step timings (bench) start
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FixedRun:
+    """A Llama of impl with its AdamW training state, ready to step on one batch."""
+
+    model: Model
+    cfg: Any        # impl.optim.CAdamW
+    train: Any      # impl.train.Train: the parameters and the optimizer's state
+    x: Any
+    y: Any
+
+
+def fixed_run(name: str, b: int, **changes: Any) -> FixedRun:
+    """The Llama `name` (with `changes`) for b sequences, its weights from seed 0 and one batch of random token ids
+    from numpy's Generator at seed 0 (10 windows' worth of tokens), under AdamW(lr 1e-3, betas 0.9 and 0.999, eps
+    1e-8, weight decay 0.01, c1 0.1, c2 0.001)."""
+    from bendtorch import impl
+    from bendtorch.impl import optim
+    from bendtorch.impl.train import train_new
+
+    cfg = config(name, **changes)
+    ocfg = optim.CAdamW(np.float32(1e-3), np.float32(0.9), np.float32(0.999), np.float32(1e-8),
+                        np.float32(0.01), np.float32(0.1), np.float32(0.001))
+    rng = np.random.default_rng(0)
+    x, y = batch_at(rng.integers(0, cfg.vocab, size=10 * cfg.t), b, cfg.t, rng)
+    model = build(impl, cfg, b)
+    return FixedRun(model, ocfg, train_new(model.layer, ocfg, model.init(0)), x, y)

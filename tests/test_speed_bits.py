@@ -15,9 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from bendtorch import impl
-from bendtorch.impl import llama, optim
-from bendtorch.impl.train import train_new, train_step
+from bendtorch.impl import llama
+from bendtorch.impl.train import train_step
 
 TINY_3_STEPS = "37f00174c106198bd0f7a423b9a82cfe5f541452b958327b863e03dd5d8a2307"
 SMOL_2L_T32_1_STEP = "d11c203c7f753b4c8f616abd0b2e81cc8cddcddfba02f08f95ea69a9165a0d18"
@@ -30,16 +29,11 @@ CLIB_SMOL_2L_T32_1_STEP = "b8619f157722531ae52bbf3ad828110fde4724aead93fe5f77414
 
 
 def _run(name: str, steps: int, b: int, **changes: Any) -> str:
-    cfg = llama.config(name, **changes)
-    ocfg = optim.CAdamW(np.float32(1e-3), np.float32(0.9), np.float32(0.999), np.float32(1e-8),
-                        np.float32(0.01), np.float32(0.1), np.float32(0.001))
-    rng = np.random.default_rng(0)
-    x, y = llama.batch_at(rng.integers(0, cfg.vocab, size=10 * cfg.t), b, cfg.t, rng)
-    model = llama.build(impl, cfg, b)
-    tr = train_new(model.layer, ocfg, model.init(0))
+    r = llama.fixed_run(name, b, **changes)
+    tr = r.train
     for _ in range(steps):
-        tr = train_step(model.layer, model.loss, ocfg, tr, x, y)
-    dump = np.ascontiguousarray(model.layer.dump(tr.p), dtype=np.float32)
+        tr = train_step(r.model.layer, r.model.loss, r.cfg, tr, r.x, r.y)
+    dump = np.ascontiguousarray(r.model.layer.dump(tr.p), dtype=np.float32)
     return hashlib.sha256(dump.tobytes()).hexdigest()
 
 
