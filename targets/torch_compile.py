@@ -27,9 +27,9 @@ raised so that every shape the laws draw gets its own graph, and reaching it is 
 to eager. Inductor's on-disk cache (TORCHINDUCTOR_CACHE_DIR) is the harness's cache folder's inductor/ unless the
 variable is set already: a second run reuses the generated and built kernels.
 
-Compiling is the cost: on 2 cores the ci profile of both columns took about 230 s on an empty Inductor cache (285 s
-with Inductor's two compile workers; the Llama's laws two thirds of it) and about 70 s on a warm one, with the record
-capping each law at 2 examples (TargetRecord.max_examples); the other targets' ci profiles take under a minute. On
+Compiling is the cost (every new shape of the static column is a compilation, each kernel a run of the C++
+compiler), so the record caps each law at 2 examples (TargetRecord.max_examples); what it costs cold and warm is
+measured in docs/FINDINGS.md, with its machine. On
 a machine of two cores or fewer Inductor compiles in this process (compile_threads 1) unless
 TORCHINDUCTOR_COMPILE_THREADS says otherwise."""
 
