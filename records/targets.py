@@ -1,7 +1,9 @@
 """The conformance targets' records, and how a target is named on the command line.
 
 A target is a library held to the conformance laws (bendtorch.laws.test_targets) through an adapter
-(bendtorch.targets.*). Each built-in target is one `TargetRecord` in RECORDS, read by every command, test and report:
+(bendtorch.targets.*). Each built-in target is one `TargetRecord`, written in its adapter's module as `RECORD` (so a
+new built-in target is one file) and gathered here into RECORDS from the modules' text, read by every command, test
+and report:
 its name, the adapter's maker as a "module:attr" string (resolved lazily, above this layer), a note, the libraries it
 measures (the names `records.machine.probe` knows, so a laws document's machine record carries their version, build
 and dispatch level), the pip extra that installs them, the devices it runs on, and its variants: named option sets
@@ -15,11 +17,14 @@ what it names. A spec that names nothing is a `SpecError`: one line, which the c
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
+import importlib.util
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from pathlib import Path
+from typing import Any, Iterable, Literal, Mapping
 
 GROUP = "bendtorch.targets"   # the entry-point group a package publishes its targets in
 ENV = "BENDTORCH_TARGET"      # the target spec when none is given on the command line
@@ -66,6 +71,7 @@ class TargetRecord:
     # costs a compilation of seconds, so that its ci profile stays near the time of the others'. None: the
     # profile's count, shrinking as usual
     max_examples: int | None = None
+    rank: int = 100                            # where its column goes among the built-ins (lowest first)
 
     def variants_on(self, device: str) -> tuple[Variant, ...]:
         """The variants that apply on device, in the record's order; PLAIN where none does."""
@@ -96,50 +102,52 @@ class TargetRecord:
         return hit
 
 
-MAX_EXAMPLES_COMPILED = 2   # torch_compile's examples a law (records.targets.TargetRecord.max_examples)
+def _literal(node: ast.expr, where: str) -> Any:
+    """The value of a record's expression: calls of TargetRecord and Variant with literal arguments (strings, numbers,
+    booleans, None, tuples, dicts; adjacent strings and `+` of them), nothing else."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _MAKERS:
+        return _MAKERS[node.func.id](*(_literal(a, where) for a in node.args),
+                                     **{str(k.arg): _literal(k.value, where) for k in node.keywords})
+    if isinstance(node, ast.Tuple):
+        return tuple(_literal(e, where) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return {_literal(k, where): _literal(v, where) for k, v in zip(node.keys, node.values) if k is not None}
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _literal(node.left, where) + _literal(node.right, where)
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        raise ValueError(f"{where}, line {node.lineno}: a target's RECORD holds literals, TargetRecord and Variant "
+                         f"only") from None
 
-_TORCH_NOTE = ("PyTorch eager as a model author calls it: torch.nn.functional, torch.optim, torch.save; on cuda "
-               "every tensor on the GPU")
 
-RECORDS: dict[str, TargetRecord] = {r.name: r for r in (
-    TargetRecord("impl", "bendtorch.targets.impl:make", "bendtorch.impl's layers: the seed's float32 semantics",
-                 libraries=("numba", "numpy"), own=True),
-    TargetRecord("torch", "bendtorch.targets.torch:make", _TORCH_NOTE, libraries=("torch", "numpy"),
-                 devices=("cpu", "cuda"),
-                 variants=(Variant("tf32-off", "TF32 off", {"tf32": False}, ("cuda",)),
-                           Variant("tf32-on", "TF32 on", {"tf32": True}, ("cuda",)))),
-    TargetRecord("jax", "bendtorch.targets.jax:make",
-                 "JAX on the CPU in float32, jitted, with jax.numpy, jax.nn and optax",
-                 libraries=("jax", "numpy"), extra="jax"),
-    TargetRecord("mlx", "bendtorch.targets.mlx:make",
-                 "MLX's CPU build (mlx-cpu on Linux) in float32, eager and evaluated with mx.eval: mlx.core, "
-                 "mx.fast's norms and attention, mlx.nn, mlx.optimizers, mx.save_safetensors",
-                 libraries=("mlx", "numpy"), extra="mlx"),
-    TargetRecord("onnxruntime", "bendtorch.targets.onnxruntime:make",
-                 "ONNX Runtime's CPUExecutionProvider on small ONNX graphs built with onnx.helper at opset 24, the "
-                 "parameters initializers; graph optimisations ORT_ENABLE_ALL (an InferenceSession's default) and "
-                 "ORT_DISABLE_ALL (the graph as written) as two columns",
-                 libraries=("onnxruntime", "numpy"), extra="onnx",
-                 variants=(Variant("opt-all", "ORT_ENABLE_ALL", {"level": "all"}),
-                           Variant("opt-none", "ORT_DISABLE_ALL", {"level": "none"}))),
-    TargetRecord("tensorflow", "bendtorch.targets.tensorflow:make",
-                 "TensorFlow's CPU build (tensorflow-cpu) in float32: tf.linalg.matmul, tf.nn's softmax, "
-                 "log-softmax, cross-entropy and dropout, attention in tf ops, tf.GradientTape, Keras's SGD and "
-                 "PyTorch's Adam in tf ops, checkpoints through tf.io.serialize_tensor; eager (TF 2's default) and "
-                 "in tf.function (jit_compile=False, grappler's graph) as two columns",
-                 libraries=("tensorflow", "numpy"), extra="tensorflow",
-                 variants=(Variant("eager", "eager", {"function": False}),
-                           Variant("tf-function", "tf.function", {"function": True}))),
-    TargetRecord("torch_compile", "bendtorch.targets.torch_compile:make",
-                 "PyTorch's eager target with each operation, the Llama's forward and its training loss in "
-                 "torch.compile(backend=\"inductor\", mode=\"default\"): Inductor's generated C++ on the CPU, "
-                 "backward through AOTAutograd, the optimizer's step eager torch.optim; static shapes "
-                 "(dynamic=False) and dynamic shapes (dynamic=True) as two columns; fewer examples a law, since "
-                 "every new shape of the static column is a compilation",
-                 libraries=("torch", "numpy"), max_examples=MAX_EXAMPLES_COMPILED,
-                 variants=(Variant("static", "static shapes", {"dynamic": False}),
-                           Variant("dynamic", "dynamic shapes", {"dynamic": True}))),
-)}
+def built_ins(folders: Iterable[str | Path] | None = None) -> dict[str, TargetRecord]:
+    """The built-in targets' records, in the order of their rank: each adapter module of bendtorch.targets (or of
+    `folders`) states its own (`RECORD = TargetRecord(...)`), read here from the module's text, never imported (an
+    adapter imports its library, which may be missing, and the command line's help lists the names)."""
+    if folders is None:
+        spec = importlib.util.find_spec("bendtorch.targets")
+        assert spec is not None and spec.submodule_search_locations, "bendtorch.targets is a package"
+        folders = list(spec.submodule_search_locations)
+    found = []
+    for folder in folders:
+        for path in sorted(Path(folder).glob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            m = _RECORD.search(text)
+            if m is None:
+                continue
+            # the statement alone (up to the blank line after it): parsing the whole module would cost more than
+            # the command line's help
+            end = text.find("\n\n", m.start())
+            stmt = ast.parse(text[m.start():end if end >= 0 else len(text)], str(path)).body[0]
+            assert isinstance(stmt, ast.Assign), f"{path.name}: RECORD = TargetRecord(...)"
+            found.append(_literal(stmt.value, path.name))
+    return {r.name: r for r in sorted(found, key=lambda r: (r.rank, r.name))}
+
+
+_MAKERS: dict[str, Any] = {"TargetRecord": TargetRecord, "Variant": Variant}
+_RECORD = re.compile(r"^RECORD = TargetRecord\(", re.M)
+RECORDS: dict[str, TargetRecord] = built_ins()
 
 
 def order(name: str, device: str = "cpu") -> tuple[int, int]:

@@ -22,7 +22,15 @@ from bendtorch.impl.llama import LlamaCfg, build, named
 from bendtorch.impl.optim import CMomentum, CSGD, adam, adamw, opt_at, opt_mat, state_new
 from bendtorch.impl.packed import bf16_of_f32
 from bendtorch.impl.train import train_new, train_step
+from bendtorch.records.targets import TargetRecord
 from bendtorch.targets.base import F32, NotApplicable, NotRun, Opt, Target, as_f32, thread_count
+
+
+# this target's record: bendtorch.records.targets reads it from this file's text (the module is not imported
+# to list the targets: it imports its library, which may be missing)
+RECORD = TargetRecord("impl", "bendtorch.targets.impl:make",
+                      "bendtorch.impl's layers: the seed's float32 semantics",
+                      libraries=("numba", "numpy"), own=True, rank=0)
 
 
 def _cfg(opt: Opt) -> Any:

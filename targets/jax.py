@@ -21,7 +21,15 @@ import platform
 from functools import partial
 from typing import Any, Callable, Iterator, Sequence
 
+from bendtorch.records.targets import TargetRecord
 from bendtorch.targets.base import NotApplicable, NotRun, Opt, Target, as_f32, impl_shape, op_source, require, weights
+
+# this target's record: bendtorch.records.targets reads it from this file's text (the module is not imported
+# to list the targets: it imports its library, which may be missing)
+RECORD = TargetRecord("jax", "bendtorch.targets.jax:make",
+                      "JAX on the CPU in float32, jitted, with jax.numpy, jax.nn and optax",
+                      libraries=("jax", "numpy"), extra="jax", rank=2)
+
 
 require("jax", "optax", target="jax")
 

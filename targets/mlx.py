@@ -40,7 +40,16 @@ import io
 from typing import Any, Callable, Iterator, Sequence
 
 from bendtorch.records.targets import RECORDS
+from bendtorch.records.targets import TargetRecord
 from bendtorch.targets.base import NotRun, Opt, Target, as_f32, impl_shape, op_source, require, weights
+
+# this target's record: bendtorch.records.targets reads it from this file's text (the module is not imported
+# to list the targets: it imports its library, which may be missing)
+RECORD = TargetRecord("mlx", "bendtorch.targets.mlx:make",
+                      "MLX's CPU build (mlx-cpu on Linux) in float32, eager and evaluated with mx.eval: mlx.core, "
+                      "mx.fast's norms and attention, mlx.nn, mlx.optimizers, mx.save_safetensors",
+                      libraries=("mlx", "numpy"), extra="mlx", rank=3)
+
 
 require("mlx", target="mlx")
 try:  # the mlx wheel alone has no backend on Linux (libmlx is mlx-cpu's): mlx is found, mlx.core does not import

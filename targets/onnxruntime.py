@@ -43,7 +43,19 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from bendtorch.impl.llama import LlamaCfg
+from bendtorch.records.targets import TargetRecord, Variant
 from bendtorch.targets.base import F32, NotRun, Opt, Target, as_f32, require, thread_count, weights
+
+# this target's record: bendtorch.records.targets reads it from this file's text (the module is not imported
+# to list the targets: it imports its library, which may be missing)
+RECORD = TargetRecord("onnxruntime", "bendtorch.targets.onnxruntime:make",
+                      "ONNX Runtime's CPUExecutionProvider on small ONNX graphs built with onnx.helper at opset 24, "
+                      "the parameters initializers; graph optimisations ORT_ENABLE_ALL (an InferenceSession's "
+                      "default) and ORT_DISABLE_ALL (the graph as written) as two columns",
+                      libraries=("onnxruntime", "numpy"), extra="onnx",
+                      variants=(Variant("opt-all", "ORT_ENABLE_ALL", {"level": "all"}),
+                                Variant("opt-none", "ORT_DISABLE_ALL", {"level": "none"})), rank=4)
+
 
 # onnx and onnxruntime, imported by load(): this module imports without them, and make() says "not run" with the
 # pip command where they are missing

@@ -58,7 +58,20 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from bendtorch.impl.llama import LlamaCfg
+from bendtorch.records.targets import TargetRecord, Variant
 from bendtorch.targets.base import NotRun, Opt, Target, as_f32, impl_shape, op_source, require, weights
+
+# this target's record: bendtorch.records.targets reads it from this file's text (the module is not imported
+# to list the targets: it imports its library, which may be missing)
+RECORD = TargetRecord("tensorflow", "bendtorch.targets.tensorflow:make",
+                      "TensorFlow's CPU build (tensorflow-cpu) in float32: tf.linalg.matmul, tf.nn's softmax, "
+                      "log-softmax, cross-entropy and dropout, attention in tf ops, tf.GradientTape, Keras's SGD and "
+                      "PyTorch's Adam in tf ops, checkpoints through tf.io.serialize_tensor; eager (TF 2's default) "
+                      "and in tf.function (jit_compile=False, grappler's graph) as two columns",
+                      libraries=("tensorflow", "numpy"), extra="tensorflow",
+                      variants=(Variant("eager", "eager", {"function": False}),
+                                Variant("tf-function", "tf.function", {"function": True})), rank=5)
+
 
 # tensorflow and keras, imported by load(): untyped, used as Any
 tf: Any = None

@@ -16,7 +16,18 @@ import io
 import platform
 from typing import Any, Iterator, Sequence
 
+from bendtorch.records.targets import TargetRecord, Variant
 from bendtorch.targets.base import NotRun, Opt, Target, as_f32, impl_shape, op_source, require, thread_count, weights
+
+# this target's record: bendtorch.records.targets reads it from this file's text (the module is not imported
+# to list the targets: it imports its library, which may be missing)
+RECORD = TargetRecord("torch", "bendtorch.targets.torch:make",
+                      ("PyTorch eager as a model author calls it: torch.nn.functional, torch.optim, torch.save; on "
+                       "cuda every tensor on the GPU"), libraries=("torch", "numpy"),
+                      devices=("cpu", "cuda"),
+                      variants=(Variant("tf32-off", "TF32 off", {"tf32": False}, ("cuda",)),
+                                Variant("tf32-on", "TF32 on", {"tf32": True}, ("cuda",))), rank=1)
+
 
 require("torch", target="torch")
 

@@ -39,7 +39,21 @@ import os
 from typing import Any, Callable
 
 from bendtorch.records.paths import cache_dir
+from bendtorch.records.targets import TargetRecord, Variant
 from bendtorch.targets.base import NotRun, Target, require
+
+# this target's record: bendtorch.records.targets reads it from this file's text (the module is not imported
+# to list the targets: it imports its library, which may be missing)
+RECORD = TargetRecord("torch_compile", "bendtorch.targets.torch_compile:make",
+                      "PyTorch's eager target with each operation, the Llama's forward and its training loss in "
+                      "torch.compile(backend=\"inductor\", mode=\"default\"): Inductor's generated C++ on the CPU, "
+                      "backward through AOTAutograd, the optimizer's step eager torch.optim; static shapes "
+                      "(dynamic=False) and dynamic shapes (dynamic=True) as two columns; fewer examples a law, since "
+                      "every new shape of the static column is a compilation",
+                      libraries=("torch", "numpy"), max_examples=2,
+                      variants=(Variant("static", "static shapes", {"dynamic": False}),
+                                Variant("dynamic", "dynamic shapes", {"dynamic": True})), rank=6)
+
 
 require("torch", target="torch_compile")
 
