@@ -22,7 +22,10 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
+from bendtorch.records.functions import FUNCTIONS
+from bendtorch.records.libraries import LIBRARIES
 from bendtorch.reports import sweep as S
+from bendtorch.reports.sweep import chunkpass
 from bendtorch.reports.sweep import chunks as C
 from bendtorch.reports.sweep import engine
 from tests.bitcheck import without_run_details
@@ -170,12 +173,33 @@ def test_workers_are_capped_by_the_chunks(tmp_path: Path, monkeypatch: pytest.Mo
     sizes: list[int] = []
     real = engine._pool_map
 
-    def spy(tasks: Any, workers: int, mode: Any) -> Any:
+    def spy(tasks: Any, workers: int, mode: Any, chunksize: int = 1) -> Any:
         sizes.append(workers)
-        return real(tasks, workers, mode)
+        return real(tasks, workers, mode, chunksize)
     monkeypatch.setattr(engine, "_pool_map", spy)
     S.sweep("exp", ["numpy"], tmp_path, **dict(KW, hi=LO + 2 * CHUNK, workers=64))
     assert sizes == [2]
+
+
+def test_a_sample_gives_each_library_s_parts_to_one_process_and_keeps_its_figures(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a sample runs a task per library and part, a library's parts together (so a library slow to import is
+    # imported by one process), the pools started together: the figures are those of one task per group of libraries
+    seen: list[tuple[int, int, int]] = []
+    real = engine._pool_map
+
+    def spy(tasks: Any, workers: int, mode: Any, chunksize: int = 1) -> Any:
+        seen.append((len(tasks), workers, chunksize))
+        return real(tasks, workers, mode, chunksize)
+    monkeypatch.setattr(engine, "_pool_map", spy)
+    libs = [LIBRARIES[n] for n in ("numpy", "clib")]
+    pats = np.arange(LO, LO + 4096, dtype=np.uint32)
+    got = engine.sweep_patterns(FUNCTIONS["exp"], libs, pats, workers=2, progress=False, pieces=4)
+    assert seen == [(8, 2, 4)]   # 2 libraries x 4 parts, 2 processes, a library's 4 parts to one
+    for lib in libs:   # the figures of the group's tasks, computed here in one process
+        want = engine.merge(None, chunkpass.process_bits(FUNCTIONS["exp"], tuple(libs), pats)[lib.name])
+        for k in ("cnt", "hist", "maxu", "argb", "miss_n", "bmax"):
+            assert np.array_equal(got[lib.name][k], want[k]), (lib.name, k)
 
 
 def _cli(args: list[str], timeout: float = 300, **kw: Any) -> subprocess.CompletedProcess[str]:

@@ -122,13 +122,13 @@ def sweep(function: str | SweepFunction, libs: Sequence[LibArg] | None, out: Pat
     with E.dask_client(dask) as client:
         if out is None:
             return _run(fn, libraries, None, sample, lo, hi, chunk, workers, client, fresh, plot, progress, command,
-                        patterns, machine(dists, workers=dask or workers), t0)
+                        patterns, lambda: machine(dists, workers=dask or workers), t0)
         d = Path(out) / fn.name
         from bendtorch.records.durable import ensure_dir
         ensure_dir(d)
         with locked(Path(out)):
             rep = _run(fn, libraries, Path(out), sample, lo, hi, chunk, workers, client, fresh, plot, progress,
-                       command, patterns, machine(dists, workers=dask or workers), t0)
+                       command, patterns, lambda: machine(dists, workers=dask or workers), t0)
             if atlas:
                 write_atlas(Path(out))
             return rep
@@ -136,15 +136,21 @@ def sweep(function: str | SweepFunction, libs: Sequence[LibArg] | None, out: Pat
 
 def _run(fn: SweepFunction, libraries: list[SweepLibrary], out: Path | None, sample: int | None, lo: int, hi: int,
          chunk: int, workers: int, client: Any, fresh: bool, plot: bool, progress: bool, command: str,
-         patterns: Any, m: dict[str, Any], t0: float) -> dict[str, Any]:
+         patterns: Any, machine: Callable[[], dict[str, Any]], t0: float) -> dict[str, Any]:
     from bendtorch.records.durable import write_json
 
-    keys = {lib.name: chunk_key(fn, lib, m) for lib in libraries}
     chunk_record = None
     if sample is not None or patterns is not None or out is None:
         pats = patterns if patterns is not None else (sample_patterns(sample) if sample is not None
                                                       else np.arange(lo, hi, dtype=np.uint32))
-        tots = E.sweep_patterns(fn, libraries, pats, workers, client, progress)
+        # the machine record (which imports each measured library to read its build: TensorFlow takes seconds) is
+        # made while the worker processes sweep (in memory: no chunk's key waits for it), and before this process
+        # runs any task itself (a task sets its thread counts to one; the record keeps this process's own)
+        got: dict[str, dict[str, Any]] = {}
+        tots = E.sweep_patterns(fn, libraries, pats, workers, client, progress,
+                                while_pools_run=lambda: got.setdefault("m", machine()))
+        m = got["m"]
+        keys = {lib.name: chunk_key(fn, lib, m) for lib in libraries}
         n = 2 * int(next(iter(tots.values()))["n_patterns"][0])
         if sample is not None:
             kind, mode = "sample", f"sample ({n} inputs: {sample} spread plus the special values)"
@@ -153,6 +159,8 @@ def _run(fn: SweepFunction, libraries: list[SweepLibrary], out: Path | None, sam
         else:
             kind, mode = f"range_{lo:08x}_{hi:08x}", f"range [0x{lo:08x}, 0x{hi:08x}) and negatives"
     else:
+        m = machine()
+        keys = {lib.name: chunk_key(fn, lib, m) for lib in libraries}
         d = out / fn.name
         if fresh and (d / "chunks").is_dir() and not (d / "chunks").is_symlink():
             import shutil

@@ -15,6 +15,7 @@ import contextlib
 import os
 import sys
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -52,8 +53,10 @@ def _task_with_key(it: tuple[int, Task]) -> tuple[int, dict[str, dict[str, Any]]
         raise LibraryFailed(f"{t[0].name} on {', '.join(lib.name for lib in t[1])}: {type(e).__name__}: {e}") from None
 
 
-def _pool_map(tasks: list[Task], workers: int, mode: str | None) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The tasks' results (in completion order) from `workers` spawned processes whose BENDTORCH_LIBM is `mode`."""
+def _pool_map(tasks: list[Task], workers: int, mode: str | None,
+              chunksize: int = 1) -> tuple[Any, Iterator[tuple[int, dict[str, Any]]]]:
+    """A pool of `workers` spawned processes whose BENDTORCH_LIBM is `mode`, already given the tasks (`chunksize`
+    consecutive tasks to a process at a time), and their results in completion order. The caller closes the pool."""
     import multiprocessing as mp
 
     old = os.environ.get("BENDTORCH_LIBM")
@@ -67,8 +70,7 @@ def _pool_map(tasks: list[Task], workers: int, mode: str | None) -> Iterator[tup
             os.environ.pop("BENDTORCH_LIBM", None)
         else:
             os.environ["BENDTORCH_LIBM"] = old
-    with pool:
-        yield from pool.imap_unordered(_task_with_key, list(enumerate(tasks)))
+    return pool, pool.imap_unordered(_task_with_key, list(enumerate(tasks)), chunksize=chunksize)
 
 
 @contextlib.contextmanager
@@ -141,9 +143,13 @@ def task_size(t: Task) -> int:
 
 
 def execute(tasks: list[Task], workers: int, client: Any,
-            on_result: Callable[[int, dict[str, dict[str, Any]]], None], progress: bool, desc: str) -> None:
+            on_result: Callable[[int, dict[str, dict[str, Any]]], None], progress: bool, desc: str,
+            chunksize: int = 1, overlap: bool = False, while_pools_run: Callable[[], Any] | None = None) -> None:
     """Run the tasks (a local pool per BENDTORCH_LIBM their libraries need, of at most as many processes as it has
-    tasks), calling on_result(i, {lib: acc}) for each as it completes."""
+    chunks of `chunksize` consecutive tasks, which go to one process together), calling on_result(i, {lib: acc})
+    for each as it completes. The pools run one after another, or with `overlap` all at once, this process's own
+    group (where it runs one) meanwhile; `while_pools_run()` is called once the pools have their tasks and before
+    this process runs any."""
     from tqdm import tqdm
 
     bar = tqdm(total=sum(task_size(t) for t in tasks), unit="in", unit_scale=True, smoothing=0.05, desc=desc,
@@ -151,25 +157,64 @@ def execute(tasks: list[Task], workers: int, client: Any,
     groups: dict[str | None, list[int]] = {}
     for i, t in enumerate(tasks):
         groups.setdefault(task_mode(t), []).append(i)
+    pools: list[Any] = []
+
+    def pooled(sub: list[Task], procs: int, mode: str | None) -> Iterator[tuple[int, dict[str, Any]]]:
+        pool, it = _pool_map(sub, procs, mode, chunksize)
+        pools.append(pool)
+        return it
+
     try:
+        runs: list[tuple[list[int], Callable[[], Iterable[tuple[int, dict[str, Any]]]], bool]] = []
         for mode, idx in groups.items():
             sub = [tasks[i] for i in idx]
             local = any(is_local(lib) for t in sub for lib in t[1])
             if local and mode is not None and mode != libm_mode():
                 raise SweepError(f"a library given as a Python object runs in this process, which runs "
                                  f"BENDTORCH_LIBM={libm_mode()}, not {mode}")
+            procs = min(workers, -(-len(sub) // chunksize))   # never more processes than chunks of tasks
             if client is not None and not local:
-                it: Iterable[tuple[int, dict[str, Any]]] = _dask_map(sub, client)
-            elif local or (min(workers, len(sub)) <= 1 and (mode is None or mode == libm_mode())):
-                worker_init()
-                it = (_task_with_key((j, t)) for j, t in enumerate(sub))
+                runs.append((idx, partial(_dask_map, sub, client), False))
+            elif local or (procs <= 1 and (mode is None or mode == libm_mode())):
+                runs.append((idx, partial(_InProcess, sub), True))
             else:
-                it = _pool_map(sub, max(1, min(workers, len(sub))), mode)
+                runs.append((idx, partial(pooled, sub, max(1, procs), mode), False))
+
+        def drain(idx: list[int], it: Iterable[tuple[int, dict[str, Any]]]) -> None:
             for j, accs in it:
                 on_result(idx[j], accs)
                 bar.update(task_size(tasks[idx[j]]))
+
+        if overlap:
+            # every pool given its tasks now; this process's own group first, then the pools' results as they come
+            started = [(idx, make()) for idx, make, here in runs if not here]
+            if while_pools_run is not None:
+                while_pools_run()
+            for idx, make, here in runs:
+                if here:
+                    drain(idx, make())
+            for idx, it in started:
+                drain(idx, it)
+        else:
+            if while_pools_run is not None:
+                while_pools_run()
+            for idx, make, _ in runs:   # each pool started when its turn comes
+                drain(idx, make())
     finally:
+        for pool in pools:
+            pool.terminate()
         bar.close()
+
+
+class _InProcess:
+    """The tasks run in this process, one at a time, as they are iterated."""
+
+    def __init__(self, tasks: list[Task]) -> None:
+        self.tasks = tasks
+
+    def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        worker_init()
+        return (_task_with_key((j, t)) for j, t in enumerate(self.tasks))
 
 
 @dataclass
@@ -265,12 +310,17 @@ def sample_parts(n_patterns: int, pieces: int = 4) -> int:
 
 
 def sweep_patterns(fn: SweepFunction, libs: list[SweepLibrary], pats: Any, workers: int, client: Any = None,
-                   progress: bool = True, pieces: int = 4) -> dict[str, dict[str, Any]]:
+                   progress: bool = True, pieces: int = 4,
+                   while_pools_run: Callable[[], Any] | None = None) -> dict[str, dict[str, Any]]:
     """Each library on the given positive patterns and their negatives (no files): the sample mode."""
     parts = np.array_split(pats, sample_parts(pats.size, pieces))
-    tasks: list[Task] = [(fn, g, p) for g in lib_groups(libs) for p in parts]
+    # a task per library and part (a sample's reference is cheap to compute again), a library's parts given to one
+    # process together: so a library that is slow to import (TensorFlow: seconds) is imported by one worker only.
+    # Each library's parts merge in the same order as before, so its figures are those of a group's task.
+    tasks: list[Task] = [(fn, (lib,), p) for lib in libs for p in parts]
     got: dict[int, dict[str, dict[str, Any]]] = {}
-    execute(tasks, workers, client, lambda i, accs: got.__setitem__(i, accs), progress, f"sweep {fn.name} (sample)")
+    execute(tasks, workers, client, lambda i, accs: got.__setitem__(i, accs), progress, f"sweep {fn.name} (sample)",
+            chunksize=len(parts), overlap=True, while_pools_run=while_pools_run)
     res = {}
     for lib in libs:
         total: dict[str, Any] | None = None
