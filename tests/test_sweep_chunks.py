@@ -197,7 +197,7 @@ def test_a_sample_gives_each_library_s_parts_to_one_process_and_keeps_its_figure
     got = engine.sweep_patterns(FUNCTIONS["exp"], libs, pats, workers=2, progress=False, pieces=4)
     assert seen == [(8, 2, 4)]   # 2 libraries x 4 parts, 2 processes, a library's 4 parts to one
     for lib in libs:   # the figures of the group's tasks, computed here in one process
-        want = engine.merge(None, chunkpass.process_bits(FUNCTIONS["exp"], tuple(libs), pats)[lib.name])
+        want = chunkpass.merge(None, chunkpass.process_bits(FUNCTIONS["exp"], tuple(libs), pats)[lib.name])
         for k in ("cnt", "hist", "maxu", "argb", "miss_n", "bmax"):
             assert np.array_equal(got[lib.name][k], want[k]), (lib.name, k)
 
