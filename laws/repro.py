@@ -4,9 +4,10 @@ without bendtorch (numpy and the library, nothing else) and attach to a bug repo
 A law's failure record (bendtorch.laws.verdict.expect_same) holds its inputs and the two results' first differing
 bits. A `Recipe` says, for one law, which of the target's operations it calls and the lines that compute the two
 results `got` and `want` from the inputs, the same lines the law runs (bendtorch.laws.test_targets). The target's
-adapter gives each operation's source in its library alone (Target.source); `script` puts them together: the
+adapter gives each operation's source in its library alone (Target.source); `reproduction` puts them together: the
 inputs as bit patterns, the operation, the recipe's lines and a comparison that prints how many elements differ and
-the first, as the law counts them.
+the first, as the law counts them. An array input too large to read inline (more than INLINE_MAX elements) is
+stored beside the script in numpy's .npy format (`Reproduction.data`), which the script loads without pickle.
 
 The same lines run against the adapter's own operations (`run_recipe`), so a test holds every script to the
 adapter bit for bit on whatever machine it runs (tests/test_repro.py). Laws over a whole model (the one-token step,
@@ -14,14 +15,19 @@ training, threads, run to run) have no recipe: their reproduction is the law its
 
 from __future__ import annotations
 
+import io
+import pathlib
 import re
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 F32 = np.float32
+# an array of more than 256 elements (32 lines of 8 words) goes to a .npy file beside the script: inline, one such
+# input would outgrow the rest of the script many times over and push it past the 600 lines a file may have
+INLINE_MAX = 256
 
 
 @dataclass(frozen=True)
@@ -147,9 +153,14 @@ def _copy(v: Any) -> Any:
     return v
 
 
-def _literal(v: Any) -> str:
-    """Python source giving the input v (float32 arrays by their bits, 8 words a line)."""
+def _literal(v: Any, name: str, stem: str, data: dict[str, np.ndarray]) -> str:
+    """Python source giving the input v named `name` (float32 arrays by their bits, 8 words a line); an array of
+    more than INLINE_MAX elements is put in data under its file name, stem.name.npy, and loaded from it."""
     if isinstance(v, np.ndarray):
+        if v.size > INLINE_MAX:
+            file = f"{stem}.{name}.npy"
+            data[file] = np.ascontiguousarray(v)
+            return f"np.load(HERE / {file!r}, allow_pickle=False)"
         if v.dtype == F32:
             words = [f"{u:08x}" for u in np.ascontiguousarray(v).view(np.uint32).ravel().tolist()]
             lines = [" ".join(words[j:j + 8]) for j in range(0, len(words), 8)] or [""]
@@ -157,8 +168,27 @@ def _literal(v: Any) -> str:
             return f'f32("""\n{body}\n""", {tuple(v.shape)!r})'
         return f"np.array({v.ravel().tolist()!r}, np.{v.dtype}).reshape({tuple(v.shape)!r})"
     if isinstance(v, list):
-        return "[" + ", ".join(_literal(a) for a in v) + "]"
+        return "[" + ", ".join(_literal(a, f"{name}.{j}", stem, data) for j, a in enumerate(v)) + "]"
     return repr(v)
+
+
+def npy_bytes(a: np.ndarray) -> bytes:
+    """The array in numpy's .npy format, no pickle: the same bytes for the same array, whatever the machine."""
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, a, allow_pickle=False)
+    return buf.getvalue()
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """A reproduction script's text and the arrays it loads from beside it: {file name: array}."""
+
+    text: str
+    data: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def files(self) -> dict[str, bytes]:
+        """The data files' names and bytes (.npy), as written beside the script."""
+        return {name: npy_bytes(a) for name, a in sorted(self.data.items())}
 
 
 def slug(label: str) -> str:
@@ -170,8 +200,15 @@ def file_name(label: str, family: str, law: str) -> str:
     return f"{slug(label)}--{family}--{law}.py"
 
 
-def script(label: str, row: dict[str, Any], sources: dict[str, str], machine: str) -> str:
-    """The reproduction of a failed law row of the column `label`, the operations' sources from its target."""
+def sidecars(folder: Any, name: str) -> list[pathlib.Path]:
+    """The data files in folder of the script `name`: its stem, then .*.npy (stems hold no dot, so no other's)."""
+    stem = pathlib.Path(name).stem
+    return sorted(pathlib.Path(folder).glob(f"{stem}.*.npy"))
+
+
+def reproduction(label: str, row: dict[str, Any], sources: dict[str, str], machine: str) -> Reproduction:
+    """The reproduction of a failed law row of the column `label`, the operations' sources from its target: the
+    script (file_name) and the data files it loads from its folder."""
     rec = RECIPES[(row["family"], row["law"])]
     ce = row["counterexample"]
     ins = inputs_of(ce, rec)
@@ -184,7 +221,13 @@ def script(label: str, row: dict[str, Any], sources: dict[str, str], machine: st
              "elements differ and the first, as bit patterns (got against want).")
     head = '"""' + textwrap.fill(about, 116) + "\n\n" + textwrap.fill(found, 116) + '\n"""\n'
 
-    imports = ["import numpy as np"]
+    stem = pathlib.Path(file_name(label, row["family"], row["law"])).stem
+    data: dict[str, np.ndarray] = {}
+    body = "\n".join(f"{k} = {_literal(v, k, stem, data)}" for k, v in ins.items())
+    if data:
+        body = ("# the data files (.npy) sit beside this script\n"
+                "HERE = pathlib.Path(__file__).resolve().parent\n" + body)
+    imports = (["import pathlib"] if data else []) + ["import numpy as np"]
     defs = []
     for op in rec.ops:
         src = textwrap.dedent(sources[op]).strip("\n")
@@ -193,18 +236,17 @@ def script(label: str, row: dict[str, Any], sources: dict[str, str], machine: st
                 imports.append(ln)
         defs.append("\n".join(ln for ln in src.splitlines() if not ln.startswith(("import ", "from "))).strip("\n"))
     extra = (_NAN_EQUAL if rec.nan_equal else "") + ("" if rec.zero_sign else _ZERO_SIGN)
-    body = "\n".join(f"{k} = {_literal(v)}" for k, v in ins.items())
-    return (head + "\n".join(imports) + "\n\n\n" + F32_HELPER + "\n\n" + "\n\n\n".join(defs) + "\n\n\n" + body +
+    text = (head + "\n".join(imports) + "\n\n\n" + F32_HELPER + "\n\n" + "\n\n\n".join(defs) + "\n\n\n" + body +
             "\n\n" + rec.lines + "\n\n" + COMPARE.format(extra=extra))
+    return Reproduction(text, data)
 
 
 def write_reproductions(folder: Any) -> dict[str, str]:
     """folder/repro/*.py for every failed law of the conformance documents in folder whose recipe exists and whose
-    target, made here, gives its operations' sources; {file name or row: what was written or why not}."""
-    import pathlib
-
+    target, made here, gives its operations' sources, each with its data files (the stale ones of a rewritten
+    script removed); {file name or row: what was written or why not}."""
     from bendtorch.laws.run import load_results, prepare
-    from bendtorch.records.durable import write_text
+    from bendtorch.records.durable import write_bytes, write_text
     from bendtorch.records.machine import describe
     folder = pathlib.Path(folder)
     (folder / "repro").mkdir(exist_ok=True)
@@ -236,6 +278,13 @@ def write_reproductions(folder: Any) -> dict[str, str]:
                 done[name] = f"not written: {label} gives no source for {missing}"
                 continue
             have = {k: s for k, s in srcs.items() if s is not None}
-            write_text(folder / "repro" / name, script(label, r, have, describe(doc.get("machine"))))
+            made_here = reproduction(label, r, have, describe(doc.get("machine")))
+            files = made_here.files()
+            for data_name, data in files.items():  # the data first: the script never names a file not there
+                write_bytes(folder / "repro" / data_name, data)
+            write_text(folder / "repro" / name, made_here.text)
+            for stale in sidecars(folder / "repro", name):
+                if stale.name not in files:
+                    stale.unlink()
             done[name] = "written"
     return done

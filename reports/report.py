@@ -244,16 +244,20 @@ def conformance(live: dict[str, Any] | None, here: dict[str, Any],
     """The conformance table from the committed documents (reports/results/conformance/), the torch column measured
     here beside the committed one when `live` (law_run's result for torch) has rows; and the comparison of the two
     columns: the laws whose results differ and whether the machines are the same."""
+    from bendtorch.laws.repro import sidecars
     from bendtorch.laws.run import conformance_markdown, load_results
     from bendtorch.records.machine import compare_note, describe
 
     docs = load_results(RESULTS / "conformance")
-    # the failures' reproductions, copied beside the report (with out) so its links stay inside its folder
+    # the failures' reproductions with the data files they load, copied beside the report (with out) so its links
+    # stay inside its folder and each script runs there
     repro = RESULTS / "conformance" / "repro"
     scripts, link = {p.name for p in repro.glob("*.py")}, shown(repro) + "/"
     if out is not None:
         link = "conformance/repro/"
         for name in sorted(scripts):
+            for data in sidecars(repro, name):
+                copy_beside(data, out, link + data.name)
             copy_beside(repro / name, out, link + name)
     if not live or live.get("status") != "ok":
         return conformance_markdown(docs, scripts, link), {"status": "not measured here: " + str((live or {}).get("status"))}

@@ -154,7 +154,7 @@ def _committed_torch() -> dict[str, Any]:
     return docs
 
 
-def test_the_torch_column_measured_here_stands_beside_the_committed_one() -> None:
+def test_the_torch_column_measured_here_stands_beside_the_committed_one(tmp_path: Path) -> None:
     here = machine(["torch"])
     doc = _committed_torch()
     rows = copy.deepcopy(doc["rows"])
@@ -170,6 +170,13 @@ def test_the_torch_column_measured_here_stands_beside_the_committed_one() -> Non
     assert cmp0["differ"] == [] and "| torch (here) |" in md0.splitlines()[0]
     md1, cmp1 = R.conformance({"status": "skipped (--no-live)"}, here)
     assert "torch (here)" not in md1 and cmp1["status"].startswith("not measured here")
+    # with an output folder, the reproductions are copied beside the report with the data files they load
+    R.conformance({"status": "skipped (--no-live)"}, here, out=tmp_path)
+    repro = R.RESULTS / "conformance" / "repro"
+    committed = sorted(p.name for p in repro.iterdir() if p.suffix in (".py", ".npy"))
+    copied = tmp_path / "conformance" / "repro"
+    assert any(n.endswith(".npy") for n in committed) and sorted(p.name for p in copied.iterdir()) == committed
+    assert all((copied / n).read_bytes() == (repro / n).read_bytes() for n in committed)
 
 
 def test_batch_groups_and_their_differences_from_the_committed_study(monkeypatch: pytest.MonkeyPatch) -> None:
