@@ -3,7 +3,7 @@
 
     bendtorch bench                       both models
     bendtorch bench --models tiny --json bench.json
-    bendtorch bench --laws --state-bytes --json reports/results/bench.json
+    bendtorch bench --laws --state-bytes --json reports/results/bench/MACHINE.json
 """
 
 from __future__ import annotations

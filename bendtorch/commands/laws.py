@@ -49,5 +49,9 @@ def run(args: argparse.Namespace) -> int:
     except SpecError as e:
         src = f" (from ${ENV})" if args.target is None and os.environ.get(ENV) else ""
         raise UsageError(f"{e}{src}") from None
+    if plan.resolved.record.name == "impl" and args.select is None:
+        from bendtorch.impl.kernels import warm
+
+        warm.start(f"laws-{args.profile}")  # on a cold cache, a second process compiles the laws' kernels too
     return run_and_print(plan, args.profile, select=args.select, json_path=json_path,
                          allow_not_run=args.allow_not_run)

@@ -71,6 +71,9 @@ def run(a: argparse.Namespace) -> int:
     if a.resume is not None and not os.path.lexists(a.resume):
         raise UsageError(f"--resume {shown(a.resume)}: no checkpoint there")
     will_be_writable(a.out)
+    from bendtorch.impl.kernels import warm
+
+    warm.start(f"train-{a.model}")  # on a cold cache, a second process compiles the model's kernels too
     from bendtorch.training.options import NonFiniteLoss, TrainError, TrainOptions
     from bendtorch.training.run import prepare, train
 

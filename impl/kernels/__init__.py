@@ -9,3 +9,7 @@ the C library's expf, logf, ... instead (BENDTORCH_LIBM=clib); numpy's float32 u
 whose bits differ from the C library's, and from one CPU's SIMD level to another's, so impl never uses them where
 bits matter.
 """
+
+from bendtorch.impl.kernels import cachelock
+
+cachelock.install()  # before any kernel is compiled: numba's cache index written by one process at a time

@@ -39,8 +39,9 @@ MODE = os.environ.get("BENDTORCH_LIBM", "portable").strip().lower() or "portable
 if MODE not in MODES:
     raise ValueError(f"BENDTORCH_LIBM={os.environ.get('BENDTORCH_LIBM')!r}: must be one of {', '.join(MODES)}")
 
-_cache_dir = portable.numba_cache_dir("numba-libm-clib") if MODE == "clib" else portable.CACHE_DIR
-setattr(numba.config, "CACHE_DIR", _cache_dir)
+# the folder every kernel compiled after this import is cached in
+CACHE_DIR = portable.numba_cache_dir("numba-libm-clib") if MODE == "clib" else portable.CACHE_DIR
+setattr(numba.config, "CACHE_DIR", CACHE_DIR)
 
 _libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
 
