@@ -66,7 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser, function: str | None = None) 
     parser.add_argument("--chunk", type=_int0(32, FULL_HI), default=1 << 21,
                         help="positive patterns per chunk (a multiple of 32, default 2^21)")
     parser.add_argument("--workers", type=int_in(1, 1024), default=None,
-                        help="local processes (default: every core; never more than there are chunks)")
+                        help="local processes (default: every core, never more than there are chunks; one for a "
+                             "--sample of at most 2^21 inputs, whose passes take less than starting a worker)")
     parser.add_argument("--dask", metavar="ADDRESS", default=None,
                         help="run the chunks on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786), "
                              "or 'local' for a LocalCluster on this machine, instead of the local process pool")
