@@ -93,7 +93,9 @@ def test_the_c_library_mode_keeps_the_earlier_pins() -> None:
 
 def test_every_matmul_driver_gives_the_plain_order_bits() -> None:
     """The serial driver (small products), the parallel one (MB x JT tasks) and the big-B one (all rows per task,
-    the tied head's dX) each against mm_plain, bit for bit, on odd sizes (ragged blocks, tiles and row groups)."""
+    the tied head's dX) each against mm_plain, bit for bit, on odd sizes (ragged blocks, tiles and row groups), with
+    A read as it is or from its transpose's buffer and C written as it is or transposed; and the products built on
+    them (matmul_nt, matmul_tn_acc) on the same sizes."""
     from bendtorch.impl.bits import same_bits
     from bendtorch.impl.kernels import matmul as M
 
@@ -105,14 +107,17 @@ def test_every_matmul_driver_gives_the_plain_order_bits() -> None:
         want = M.mm_plain(a, b)
         assert same_bits(M.mm(a, b), want), (m, k, n)
         assert same_bits(M.mm_acc(a, b, c0.copy()), c0 + want), (m, k, n)
+        a_t = np.ascontiguousarray(a.T)
         for drv in (M._mm, M._mm_serial):
             for mb, jt in [(M.MB, M.JT), (m, 64), (3, 16)]:
-                c = np.empty((m, n), dtype=np.float32)
-                drv(a, b, c, M.KB, False, mb, jt)
-                assert same_bits(c, want), (m, k, n, drv, mb, jt)
-    w = rng.standard_normal((M.BIG_W // 64 + 3, 64), dtype=np.float32)  # matmul_nt's no-copy form
-    x = rng.standard_normal((7, 64), dtype=np.float32)
-    assert same_bits(M.matmul_nt(x, w), M.mm_plain(x, np.ascontiguousarray(w.T)))
+                for at in (False, True):
+                    for ct in (False, True):
+                        c = np.empty((n, m) if ct else (m, n), dtype=np.float32)
+                        drv(a_t if at else a, at, b, c, ct, M.KB, False, mb, jt)
+                        assert same_bits(c.T if ct else c, want), (m, k, n, drv, mb, jt, at, ct)
+        # y = x·Wᵀ with x = a and W = bᵀ; g + dYᵀ·X with dY = aᵀ and X = b
+        assert same_bits(M.matmul_nt(a, np.ascontiguousarray(b.T)), want), (m, k, n)
+        assert same_bits(M.matmul_tn_acc(a_t, b, c0.copy()), c0 + want), (m, k, n)
 
 
 def test_serial_twins_give_the_parallel_kernels_bits() -> None:

@@ -154,7 +154,7 @@ def _wsum(wm: F, src: F, c0: int, hd: int, res: F) -> None:
     t = wm.shape[0]
     for i in range(0, t, 4):
         nr = min(4, t - i)
-        _block4(wm, i, nr, src, 0, t, c0, hd, res[i], res[i + 1], res[i + 2], res[i + 3])
+        _block4(wm, False, i, nr, src, 0, t, c0, hd, res[i], res[i + 1], res[i + 2], res[i + 3])
 
 
 @numba.njit(cache=True)

@@ -50,7 +50,10 @@ order, the task's rows four at a time (`_block4`: each loaded B[k, j] serves fou
 pass; register blocking), each row's partial merged into its stack. Products below SERIAL_BELOW multiply-adds run
 the same task code on the calling thread (no thread pool). When B is bigger than the caches and A has few rows (the
 tied head's dX, 128 x 49152 by 49152 x 576) a task takes all rows and a share of the columns, so B is streamed
-once. matmul_nt does not copy a big W (the 49152 x 576 head): it computes W·xᵀ and transposes the small result.
+once. A's elements are read one at a time and C's written once, so either may be the transpose of the array
+given: matmul_tn_acc reads dYᵀ from dY, and matmul_nt does not copy a big W (the 49152 x 576 head): it computes W·xᵀ
+and writes it transposed. The copies these avoid (dYᵀ, and the head's 49152 x 128 result transposed) took 0.10 s of
+a 1.9 s smol step (cProfile, AMD EPYC, 2 cores); with them the head's forward took 177 ms, without 130.
 `bendtorch study matmul` measures the drivers' GFLOP/s beside PyTorch's.
 """
 
@@ -90,12 +93,21 @@ _ZERO = np.float32(0.0)
 
 
 @numba.njit(cache=True)
-def _block4(a: F, i: int, nr: int, b: F, k0: int, k1: int, j0: int, jn: int, s0: F, s1: F, s2: F,
+def _el(a: F, at: bool, i: int, k: int) -> np.float32:
+    """A[i, k], where A is the array a itself or, when at, its transpose (a holds Aᵀ row-major: A[i, k] = a[k, i]).
+    A's elements are only read one at a time (each is broadcast against a row of B), so a transposed A costs no
+    copy and no vector loads."""
+    return a[k, i] if at else a[i, k]
+
+
+@numba.njit(cache=True)
+def _block4(a: F, at: bool, i: int, nr: int, b: F, k0: int, k1: int, j0: int, jn: int, s0: F, s1: F, s2: F,
             s3: F) -> None:
     """For the nr (1..4) rows i, i+1, ...: s_r[j] = the running sum, left to right from +0.0, of
-    A[i + r, k] * B[k, j0 + j] over k0 <= k < k1, for j < jn (rows r >= nr repeat row i and are discarded).
-    Four k per pass over the s_r, each loaded B[k, j] used by the four rows (register blocking); within a pass
-    each s_r[j] still adds its terms one after the other, each product rounded before its addition."""
+    A[i + r, k] * B[k, j0 + j] over k0 <= k < k1, for j < jn (rows r >= nr repeat row i and are discarded;
+    A = a, or aᵀ when at: see _el). Four k per pass over the s_r, each loaded B[k, j] used by the four rows
+    (register blocking); within a pass each s_r[j] still adds its terms one after the other, each product rounded
+    before its addition."""
     i1 = i + 1 if nr > 1 else i
     i2 = i + 2 if nr > 2 else i
     i3 = i + 3 if nr > 3 else i
@@ -106,22 +118,22 @@ def _block4(a: F, i: int, nr: int, b: F, k0: int, k1: int, j0: int, jn: int, s0:
         s3[j] = _ZERO
     kk = k0
     while kk + 4 <= k1:
-        x00 = a[i, kk]
-        x01 = a[i, kk + 1]
-        x02 = a[i, kk + 2]
-        x03 = a[i, kk + 3]
-        x10 = a[i1, kk]
-        x11 = a[i1, kk + 1]
-        x12 = a[i1, kk + 2]
-        x13 = a[i1, kk + 3]
-        x20 = a[i2, kk]
-        x21 = a[i2, kk + 1]
-        x22 = a[i2, kk + 2]
-        x23 = a[i2, kk + 3]
-        x30 = a[i3, kk]
-        x31 = a[i3, kk + 1]
-        x32 = a[i3, kk + 2]
-        x33 = a[i3, kk + 3]
+        x00 = _el(a, at, i, kk)
+        x01 = _el(a, at, i, kk + 1)
+        x02 = _el(a, at, i, kk + 2)
+        x03 = _el(a, at, i, kk + 3)
+        x10 = _el(a, at, i1, kk)
+        x11 = _el(a, at, i1, kk + 1)
+        x12 = _el(a, at, i1, kk + 2)
+        x13 = _el(a, at, i1, kk + 3)
+        x20 = _el(a, at, i2, kk)
+        x21 = _el(a, at, i2, kk + 1)
+        x22 = _el(a, at, i2, kk + 2)
+        x23 = _el(a, at, i2, kk + 3)
+        x30 = _el(a, at, i3, kk)
+        x31 = _el(a, at, i3, kk + 1)
+        x32 = _el(a, at, i3, kk + 2)
+        x33 = _el(a, at, i3, kk + 3)
         b0 = b[kk, j0:j0 + jn]
         b1 = b[kk + 1, j0:j0 + jn]
         b2 = b[kk + 2, j0:j0 + jn]
@@ -137,10 +149,10 @@ def _block4(a: F, i: int, nr: int, b: F, k0: int, k1: int, j0: int, jn: int, s0:
             s3[j] = (((s3[j] + x30 * c0) + x31 * c1) + x32 * c2) + x33 * c3
         kk += 4
     while kk < k1:
-        x00 = a[i, kk]
-        x10 = a[i1, kk]
-        x20 = a[i2, kk]
-        x30 = a[i3, kk]
+        x00 = _el(a, at, i, kk)
+        x10 = _el(a, at, i1, kk)
+        x20 = _el(a, at, i2, kk)
+        x30 = _el(a, at, i3, kk)
         b0 = b[kk, j0:j0 + jn]
         for j in range(jn):
             c0 = b0[j]
@@ -169,8 +181,9 @@ def _merge(s: F, stack: F, blk: int, jn: int) -> None:
 
 
 @numba.njit(cache=True)
-def _fold_out(s: F, stack: F, nb: int, nlev: int, jn: int, ct: F, acc: bool) -> None:
-    """What is left on the stack folded, smallest level first (tree_sum's carried odd ones), into ct (= or +=)."""
+def _fold_out(s: F, stack: F, nb: int, nlev: int, jn: int, c: F, ct: bool, row: int, j0: int, acc: bool) -> None:
+    """What is left on the stack folded, smallest level first (tree_sum's carried odd ones), into the output row
+    C[row, j0 : j0 + jn] (= or +=), where C is c or, when ct, its transpose (C[row, j] is c[j, row])."""
     if nb == 0:
         for j in range(jn):
             s[j] = _ZERO
@@ -186,20 +199,30 @@ def _fold_out(s: F, stack: F, nb: int, nlev: int, jn: int, ct: F, acc: bool) -> 
                 sl = stack[lev]
                 for j in range(jn):
                     s[j] = sl[j] + s[j]
-    if acc:
-        for j in range(jn):
-            ct[j] = ct[j] + s[j]
+    if ct:
+        if acc:
+            for j in range(jn):
+                c[j0 + j, row] = c[j0 + j, row] + s[j]
+        else:
+            for j in range(jn):
+                c[j0 + j, row] = s[j]
     else:
-        for j in range(jn):
-            ct[j] = s[j]
+        ck = c[row, j0:j0 + jn]
+        if acc:
+            for j in range(jn):
+                ck[j] = ck[j] + s[j]
+        else:
+            for j in range(jn):
+                ck[j] = s[j]
 
 
 @numba.njit(cache=True)
-def _mm_task(a: F, b: F, c: F, kb: int, acc: bool, task: int, nrb: int, nlev: int, mb: int, jtw: int) -> None:
+def _mm_task(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, task: int, nrb: int, nlev: int, mb: int,
+             jtw: int) -> None:
     """One task of the product: the output rows [i0, i0 + mb) by columns [j0, j0 + jtw) (task = column tile *
     nrb + row block); per K-block in order, the rows four at a time (_block4), each row's partial merged into its
-    stack; then each row's stack folded into C."""
-    m, k = a.shape
+    stack; then each row's stack folded into C (A = a or aᵀ, C = c or cᵀ, as at and ct say)."""
+    m, k = (a.shape[1], a.shape[0]) if at else (a.shape[0], a.shape[1])
     n = b.shape[1]
     nb = n_blocks(k, kb)
     jt = task // nrb
@@ -214,18 +237,19 @@ def _mm_task(a: F, b: F, c: F, kb: int, acc: bool, task: int, nrb: int, nlev: in
         for r in range(0, mr, RB):
             nr = min(RB, mr - r)
             k0, k1 = block_span(blk, kb, k)
-            _block4(a, i0 + r, nr, b, k0, k1, j0, jn, ss[0], ss[1], ss[2], ss[3])
+            _block4(a, at, i0 + r, nr, b, k0, k1, j0, jn, ss[0], ss[1], ss[2], ss[3])
             for q in range(nr):
                 _merge(ss[q], stacks[r + q], blk, jn)
     for r in range(mr):
-        _fold_out(ss[0], stacks[r], nb, nlev, jn, c[i0 + r, j0:j0 + jn], acc)
+        _fold_out(ss[0], stacks[r], nb, nlev, jn, c, ct, i0 + r, j0, acc)
 
 
 @numba.njit(cache=True, parallel=True)
-def _mm(a: F, b: F, c: F, kb: int, acc: bool, mb: int, jtw: int) -> None:
-    """C[i, j] = (C[i, j] + ) blocked_tree_k(A[i, k] * B[k, j]). prange over tasks (column tile, row block) of
-    independent outputs (never over a sum), column tile outermost so that the threads share one tile of B."""
-    m, k = a.shape
+def _mm(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, mb: int, jtw: int) -> None:
+    """C[i, j] = (C[i, j] + ) blocked_tree_k(A[i, k] * B[k, j]), A = a or aᵀ (at), C = c or cᵀ (ct). prange over
+    tasks (column tile, row block) of independent outputs (never over a sum), column tile outermost so that the
+    threads share one tile of B."""
+    m, k = (a.shape[1], a.shape[0]) if at else (a.shape[0], a.shape[1])
     n = b.shape[1]
     nb = n_blocks(k, kb)
     nrb = (m + mb - 1) // mb
@@ -234,13 +258,13 @@ def _mm(a: F, b: F, c: F, kb: int, acc: bool, mb: int, jtw: int) -> None:
     while (nb >> nlev) > 0:
         nlev += 1
     for task in numba.prange(nrb * njt):
-        _mm_task(a, b, c, kb, acc, task, nrb, nlev, mb, jtw)
+        _mm_task(a, at, b, c, ct, kb, acc, task, nrb, nlev, mb, jtw)
 
 
 @numba.njit(cache=True)
-def _mm_serial(a: F, b: F, c: F, kb: int, acc: bool, mb: int, jtw: int) -> None:
+def _mm_serial(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, mb: int, jtw: int) -> None:
     """_mm's tasks in a plain loop on the calling thread (for small products; the same bits)."""
-    m, k = a.shape
+    m, k = (a.shape[1], a.shape[0]) if at else (a.shape[0], a.shape[1])
     n = b.shape[1]
     nb = n_blocks(k, kb)
     nrb = (m + mb - 1) // mb
@@ -249,26 +273,27 @@ def _mm_serial(a: F, b: F, c: F, kb: int, acc: bool, mb: int, jtw: int) -> None:
     while (nb >> nlev) > 0:
         nlev += 1
     for task in range(nrb * njt):
-        _mm_task(a, b, c, kb, acc, task, nrb, nlev, mb, jtw)
+        _mm_task(a, at, b, c, ct, kb, acc, task, nrb, nlev, mb, jtw)
 
 
-def _run(a: F, b: F, c: F, kb: int, acc: bool) -> None:
-    """The product's driver: serial for small products; otherwise tasks of MB rows x JT columns, except when B is
-    too big for the caches and A has few rows (the tied head's dX = dY·W, 128 x 49152 by 49152 x 576): then each
-    task takes all the rows and a share of the columns, so B is streamed from memory once instead of once per row
-    block. The tiling never changes the bits (each output's order is fixed by kb alone)."""
-    m, k = a.shape
+def _run(a: F, b: F, c: F, kb: int, acc: bool, at: bool = False, ct: bool = False) -> None:
+    """The product's driver, C = (C +) A·B with A = a (or aᵀ when at) and C = c (or cᵀ when ct), every array
+    C-contiguous: serial for small products; otherwise tasks of MB rows x JT columns, except when B is too big for
+    the caches and A has few rows (the tied head's dX = dY·W, 128 x 49152 by 49152 x 576): then each task takes all
+    the rows and a share of the columns, so B is streamed from memory once instead of once per row block. The tiling
+    and the transposes never change the bits (each output's order is fixed by kb alone)."""
+    m, k = (a.shape[1], a.shape[0]) if at else (a.shape[0], a.shape[1])
     n = b.shape[1]
     if kb < 1:  # the blocks tile [0, k) for kb >= 1 (laws/proofs.py, matmul_blocks)
         raise ValueError(f"matmul: the block length kb must be at least 1, got {kb}")
     if m * k * n < SERIAL_BELOW:
-        _mm_serial(a, b, c, kb, acc, MB, JT)
+        _mm_serial(a, at, b, c, ct, kb, acc, MB, JT)
     elif k * n >= BIG_B and m <= 256:
         share = -(-n // max(1, numba.get_num_threads()))
-        _mm(a, b, c, kb, acc, max(1, m), max(16, -(-share // 16) * 16))
+        _mm(a, at, b, c, ct, kb, acc, max(1, m), max(16, -(-share // 16) * 16))
     else:
         njt = -(-n // JT)  # column tiles of at most JT, of equal widths (rounded up to 16) so tasks are even
-        _mm(a, b, c, kb, acc, MB, max(16, -(-(-(-n // njt)) // 16) * 16))
+        _mm(a, at, b, c, ct, kb, acc, MB, max(16, -(-(-(-n // njt)) // 16) * 16))
 
 
 def _f32c(x: F, name: str) -> F:
@@ -331,14 +356,21 @@ def mm_plain(a: F, b: F, kb: int = KB) -> F:
 
 def matmul_nt(x: F, w: F) -> F:
     """y = x·Wᵀ (Linear's forward, main.bend line 618): x n x i, W o x i, y n x o; y[r, c] sums over i in the
-    blocked-tree order. The core gets either x and a row-major copy of Wᵀ (i x o), or, when W is the larger
-    (o i >= BIG_W numbers, e.g. the 49152 x 576 LM head), W and xᵀ, whose o x n result is transposed back: the same
-    products (A B = B A exactly in floating point) summed in the same order, so the same bits, without copying W."""
-    n, i = x.shape
-    o = w.shape[0]
-    if o * i >= BIG_W:
-        return np.ascontiguousarray(mm(w, np.ascontiguousarray(x.T)).T)
-    return mm(x, np.ascontiguousarray(w.T))
+    blocked-tree order. The core gets x and a row-major copy of Wᵀ (i x o); or, when W is the larger (o i >= BIG_W
+    numbers, e.g. the 49152 x 576 LM head), it computes W·xᵀ (o x n) from W as it is and a copy of xᵀ and writes it
+    transposed into y: the same products (a b = b a exactly in floating point) summed in the same order, so the
+    same bits, without copying W or the result. (For a layer's W the copy costs less than the second form, whose
+    few columns use the register blocking worse: 576 x 576 by 128 tokens 1.26 ms against 0.71 + 0.2 for the copy.)"""
+    x = _f32c(x, "x")
+    w = _f32c(w, "W")
+    if x.shape[1] != w.shape[1]:
+        raise ValueError(f"matmul: x is {x.shape}, W is {w.shape}: inner sizes differ")
+    y = np.empty((x.shape[0], w.shape[0]), dtype=np.float32)
+    if w.size >= BIG_W:
+        _run(w, np.ascontiguousarray(x.T), y, KB, False, ct=True)
+    else:
+        _run(x, np.ascontiguousarray(w.T), y, KB, False)
+    return y
 
 
 def matmul_precise(dy: F, w: F) -> F:
@@ -348,8 +380,16 @@ def matmul_precise(dy: F, w: F) -> F:
 
 def matmul_tn_acc(dy: F, x: F, g: F) -> F:
     """g <- g + dYᵀ·X in place (main.bend lines 633-636): dY n x o, X n x i, g o x i; the product sums over the n
-    rows in the blocked-tree order and is then added to g ("computed apart then added"). dYᵀ is copied row-major."""
-    return mm_acc(np.ascontiguousarray(dy.T), x, g)
+    rows in the blocked-tree order and is then added to g ("computed apart then added"). The core reads dYᵀ's
+    elements from dY itself (one at a time, see _el), so nothing is copied."""
+    dy = _f32c(dy, "dY")
+    x = _f32c(x, "X")
+    if dy.shape[0] != x.shape[0] or g.shape != (dy.shape[1], x.shape[1]) or g.dtype != np.float32:
+        raise ValueError(f"matmul: dY is {dy.shape}, X is {x.shape}, g is {g.shape} {g.dtype}")
+    if not g.flags.c_contiguous:
+        raise ValueError("matmul: the accumulator g must be C-contiguous (it is written in place)")
+    _run(dy, x, g, KB, True, at=True)
+    return g
 
 
 def col_sums_acc(dy: F, gb: F) -> F:
