@@ -97,7 +97,7 @@ def _el(a: F, at: bool, i: int, k: int) -> np.float32:
     """A[i, k], where A is the array a itself or, when at, its transpose (a holds Aᵀ row-major: A[i, k] = a[k, i]).
     A's elements are only read one at a time (each is broadcast against a row of B), so a transposed A costs no
     copy and no vector loads."""
-    return a[k, i] if at else a[i, k]
+    return np.float32(a[k, i] if at else a[i, k])  # already float32: the cast only names the type
 
 
 @numba.njit(cache=True)
