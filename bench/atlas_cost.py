@@ -12,10 +12,12 @@ projected wall time on W workers is the sum over its columns over W (a full swee
 worker busy), plus the sampled run's fixed cost (its wall time less its passes: the warm-ups, the processes'
 start) once. The plots and the chunk files are left out. A sample, not the run: a region's cost moves with the
 input (sin's long reductions, the hard cases), so the projection is as good as the spread; `--validate
-FUNCTION:LIB` also sweeps that one column over every input (its chunks in a temporary folder) and prints both.
+FUNCTION:LIB` also sweeps that one column over every input (its chunks in a temporary folder) and prints both;
+`--run OUT` runs the atlas itself after the projection (`bendtorch sweep F --out OUT --no-plots` for each function,
+every library) and records each function's wall time beside its projection.
 
     python -m bendtorch.bench.atlas_cost [--functions all] [--chunks 16] [--patterns 65536] [--workers 0]
-                                         [--json FILE] [--validate tanh:clib]
+                                         [--json FILE] [--validate tanh:clib] [--run OUT]
 """
 
 from __future__ import annotations
@@ -89,6 +91,26 @@ def validate(function: str, lib: str, chunks: int, patterns: int, workers: int) 
             "full_wall_s": round(time.perf_counter() - t0, 1)}
 
 
+def run_atlas(names: Sequence[str], out: str, workers: int, projected: dict[str, float]) -> dict[str, Any]:
+    """The atlas itself: every function's full sweep with every library that provides it and can run here, into
+    OUT (resumable: a function's finished chunks are kept), each timed beside its projection."""
+    from pathlib import Path
+
+    from bendtorch.reports.sweep.api import sweep
+
+    rows: list[dict[str, Any]] = []
+    for n in names:
+        t0 = time.perf_counter()
+        rep = sweep(n, None, Path(out), workers=workers, plot=False, progress=True,
+                    command=f"bendtorch sweep {n} --out {Path(out).name} --no-plots")
+        row: dict[str, Any] = {"function": n, "libraries": sorted(rep["libraries"]),
+                               "full_wall_s": round(time.perf_counter() - t0, 1), "projected_wall_s": projected.get(n)}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    total = round(sum(r["full_wall_s"] for r in rows), 1)
+    return {"out": Path(out).name, "functions": rows, "full_atlas_wall_s": total}
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bendtorch.bench.atlas_cost", description=__doc__.splitlines()[0])
     p.add_argument("--functions", default="all", help="comma-separated sweep functions (default: all)")
@@ -97,6 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--workers", type=int, default=0, help="worker processes (default: every core)")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
     p.add_argument("--validate", metavar="FUNCTION:LIB", help="also sweep that column over every input")
+    p.add_argument("--run", metavar="OUT", help="then run the atlas itself into OUT, each function timed")
     a = p.parse_args(argv)
     from bendtorch.records.durable import write_json
     from bendtorch.records.functions import NAMES
@@ -108,6 +131,14 @@ def main(argv: list[str] | None = None) -> None:
         print(f"atlas_cost: {'no sweep function ' + ', '.join(unknown) if unknown else 'bad --chunks/--patterns'}",
               file=sys.stderr)
         raise SystemExit(2)
+    if a.run:
+        try:
+            os.makedirs(a.run, exist_ok=True)
+            if not os.access(a.run, os.W_OK):
+                raise PermissionError("not writable")
+        except OSError as e:
+            print(f"atlas_cost: --run {a.run}: {e.strerror or e}", file=sys.stderr)
+            raise SystemExit(2) from None
     t0 = time.perf_counter()
     rows = []
     for n in names:
@@ -118,7 +149,8 @@ def main(argv: list[str] | None = None) -> None:
     m = machine()
     out: dict[str, Any] = {"machine": m, "workers": a.workers or os.cpu_count() or 1, "chunks": a.chunks,
                            "patterns_per_chunk": a.patterns, "functions": rows,
-                           "projected_full_atlas_wall_s": round(total, 1), "measured_in_s": round(time.perf_counter() - t0, 1)}
+                           "projected_full_atlas_wall_s": round(total, 1),
+                           "measured_in_s": round(time.perf_counter() - t0, 1)}
     if a.validate:
         f, _, lib = a.validate.partition(":")
         out["validation"] = validate(f, lib, a.chunks, a.patterns, a.workers)
@@ -127,6 +159,11 @@ def main(argv: list[str] | None = None) -> None:
           f"{out['workers']} workers, {describe(m)}")
     if a.json:
         write_json(a.json, out)
+    if a.run:
+        out["run"] = run_atlas(names, a.run, a.workers, {r["function"]: r["projected_wall_s"] for r in rows})
+        print(f"the full atlas: {out['run']['full_atlas_wall_s'] / 60:.1f} min wall, projected {total / 60:.1f}")
+        if a.json:
+            write_json(a.json, out)
 
 
 if __name__ == "__main__":

@@ -236,7 +236,9 @@ def reproduction(label: str, row: dict[str, Any], sources: dict[str, str], machi
                 imports.append(ln)
         defs.append("\n".join(ln for ln in src.splitlines() if not ln.startswith(("import ", "from "))).strip("\n"))
     extra = (_NAN_EQUAL if rec.nan_equal else "") + ("" if rec.zero_sign else _ZERO_SIGN)
-    text = (head + "\n".join(imports) + "\n\n\n" + F32_HELPER + "\n\n" + "\n\n\n".join(defs) + "\n\n\n" + body +
+    # the bit-pattern helper only where an input is written by its bits (not where every one is a data file)
+    helper = F32_HELPER + "\n\n" if "f32(" in body + rec.lines else ""
+    text = (head + "\n".join(imports) + "\n\n\n" + helper + "\n\n\n".join(defs) + "\n\n\n" + body +
             "\n\n" + rec.lines + "\n\n" + COMPARE.format(extra=extra))
     return Reproduction(text, data)
 

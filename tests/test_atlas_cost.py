@@ -46,3 +46,32 @@ def test_a_bad_request_exits_2_before_any_work(argv: list[str], capsys: pytest.C
         atlas_cost.main(argv)
     assert e.value.code == 2
     assert capsys.readouterr().err.startswith("atlas_cost: ")
+
+
+def test_the_run_times_each_function_beside_its_projection(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the sweeps themselves stand in for a fake that records its call: the full atlas takes hours
+    from bendtorch.reports.sweep import api
+
+    calls: list[tuple[str, Any]] = []
+
+    def fake(function: str, libs: Any, out: Any, **kw: Any) -> dict[str, Any]:
+        calls.append((function, out))
+        time.sleep(0.05)
+        return {"libraries": {"impl": {}, "clib": {}}}
+
+    monkeypatch.setattr(api, "sweep", fake)
+    r = atlas_cost.run_atlas(["exp", "tanh"], str(tmp_path), 1, {"exp": 10.0})
+    assert [c[0] for c in calls] == ["exp", "tanh"] and all(str(c[1]) == str(tmp_path) for c in calls)
+    assert [row["libraries"] for row in r["functions"]] == [["clib", "impl"]] * 2
+    assert all(row["full_wall_s"] >= 0.05 for row in r["functions"])
+    assert r["functions"][0]["projected_wall_s"] == 10.0 and r["functions"][1]["projected_wall_s"] is None
+    assert r["full_atlas_wall_s"] == pytest.approx(sum(row["full_wall_s"] for row in r["functions"]))
+
+
+def test_a_run_into_a_file_exits_2_before_any_work(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "a-file"
+    f.write_text("")
+    with pytest.raises(SystemExit) as e:
+        atlas_cost.main(["--run", str(f)])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.startswith(f"atlas_cost: --run {f}: ")

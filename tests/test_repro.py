@@ -218,3 +218,23 @@ def test_a_large_input_sits_beside_its_script(tmp_path: pathlib.Path) -> None:
     (tmp_path / data_name).unlink()
     got, err = run_scripts([tmp_path / name], tmp_path / "out.npz", check=False)
     assert got == {} and data_name in err and "FileNotFoundError" in err
+
+
+def test_the_bit_pattern_helper_is_there_only_where_an_input_uses_it() -> None:
+    """f32(hexbits, shape) is defined in a script whose input is written by its bits, and left out of one whose
+    every float32 input is a data file (an unused helper is noise to a reader)."""
+    t = make("torch", "")
+    r = np.random.default_rng(6)
+    big, small = r.standard_normal((32, 40)).astype(F32), r.standard_normal(40).astype(F32)
+    src = t.source("layer_norm")
+    assert src is not None
+
+    def script(w: np.ndarray) -> str:
+        ins = {"x": big, "i": 3, "w": w, "b": w}
+        ce = {"what": "a made-up record", "inputs": {k: encode(v) for k, v in ins.items()}}
+        row = {"family": "batch_invariance", "law": "layer_norm", "target": "torch", "counterexample": ce}
+        return reproduction("torch", row, {"layer_norm": src}, "this machine").text
+
+    assert "def f32(" in script(small) and "w = f32(" in script(small)
+    everything_a_file = script(np.tile(small, 40))
+    assert "f32(" not in everything_a_file and "np.load(HERE" in everything_a_file

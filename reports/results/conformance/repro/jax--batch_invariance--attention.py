@@ -13,11 +13,6 @@ import jax.scipy.special
 import optax
 
 
-def f32(hexbits, shape):
-    """A float32 array from its bit patterns (hex words, C order)."""
-    return np.array([int(h, 16) for h in hexbits.split()], np.uint32).view(np.float32).reshape(shape)
-
-
 jax.config.update("jax_platforms", "cpu")
 
 

@@ -10,11 +10,6 @@ import numpy as np
 import tensorflow as tf
 
 
-def f32(hexbits, shape):
-    """A float32 array from its bit patterns (hex words, C order)."""
-    return np.array([int(h, 16) for h in hexbits.split()], np.uint32).view(np.float32).reshape(shape)
-
-
 def _log_softmax(x):
     return tf.nn.log_softmax(x, axis=-1)
 
