@@ -31,7 +31,6 @@ from typing import Any, Sequence
 
 from bendtorch.bench.checker import chunk_starts
 
-FULL_PATTERNS = 1 << 31
 WARM_PATTERNS = 64
 
 
@@ -44,6 +43,7 @@ def function_cost(function: str, chunks: int, patterns: int, workers: int,
     from bendtorch.reports.sweep.api import function_record, libraries_for
     from bendtorch.reports.sweep.chunkpass import merge
     from bendtorch.reports.sweep.libraries import is_local
+    from bendtorch.reports.sweep.patterns import FULL_HI
 
     fn = function_record(function)
     libraries = libraries_for(fn, libs)
@@ -64,7 +64,7 @@ def function_cost(function: str, chunks: int, patterns: int, workers: int,
     t0 = time.perf_counter()
     E.execute(tasks, 1, None, got, False, f"atlas cost {function}")
     wall = time.perf_counter() - t0
-    scale = FULL_PATTERNS / (chunks * patterns)
+    scale = FULL_HI / (chunks * patterns)
     cols, passes = {}, 0.0
     for name, acc in totals.items():
         sec = float(acc["seconds"][0])
@@ -124,10 +124,11 @@ def main(argv: list[str] | None = None) -> None:
     from bendtorch.records.durable import write_json
     from bendtorch.records.functions import NAMES
     from bendtorch.records.machine import describe, machine
+    from bendtorch.reports.sweep.patterns import FULL_HI
 
     names = list(NAMES) if a.functions == "all" else a.functions.split(",")
     unknown = [n for n in names if n not in NAMES]
-    if unknown or a.chunks < 1 or a.patterns < 32 or a.chunks * a.patterns > FULL_PATTERNS:
+    if unknown or a.chunks < 1 or a.patterns < 32 or a.chunks * a.patterns > FULL_HI:
         print(f"atlas_cost: {'no sweep function ' + ', '.join(unknown) if unknown else 'bad --chunks/--patterns'}",
               file=sys.stderr)
         raise SystemExit(2)

@@ -62,13 +62,17 @@ print(numba.config.CPU_NAME or "host", " ".join(out))
 def test_bits_do_not_depend_on_the_cpu_target_or_the_threads() -> None:
     # numba compiles for the host CPU (AVX-512 here) or for a generic x86-64 (no vector extensions beyond SSE2, no
     # FMA): impl's kernels and functions are float32 operations in a fixed order, so the bits must not change
+    # the two processes run at once: each spends most of its time compiling, on one core
+    procs = {cpu: subprocess.Popen([sys.executable, "-c", _BITS_SCRIPT], cwd=ROOT, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True,
+                                   env=dict(os.environ, NUMBA_CPU_NAME=cpu, NUMBA_NUM_THREADS="2",
+                                            BENDTORCH_LIBM="portable"))
+             for cpu in ("generic", "host")}
     got = {}
-    for cpu in ("generic", "host"):
-        env = dict(os.environ, NUMBA_CPU_NAME=cpu, NUMBA_NUM_THREADS="2", BENDTORCH_LIBM="portable")
-        p = subprocess.run([sys.executable, "-c", _BITS_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
-                           timeout=3000)
-        assert p.returncode == 0, p.stderr[-2000:]
-        name, *shas = p.stdout.split()
+    for cpu, proc in procs.items():
+        out, err = proc.communicate(timeout=3000)
+        assert proc.returncode == 0, err[-2000:]
+        name, *shas = out.split()
         assert name == cpu
         got[cpu] = shas
     want = [TINY_3_STEPS, SMOL_2L_T32_1_STEP] * 2
