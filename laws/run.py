@@ -3,17 +3,24 @@ a table of suite, family, law, examples tried, result and time, with one total l
 the targets' versions and the machine record).
 
 A target is named by a spec (bendtorch.targets.resolve: a built-in name, a "module:attr" reference, an entry point
-of the group bendtorch.targets); each of its variants on the device is a column of its own, run in turn. The made
-target goes to the pytest plugin (bendtorch.laws.plugin) through the session's stash, so the laws test the very
-object whose versions the document records."""
+of the group bendtorch.targets); each of its variants on the device is a column of its own. The made target goes to
+the pytest plugin (bendtorch.laws.plugin) through the session's stash, so the laws test the very object whose
+versions the document records. A target of several columns runs them at once, each in a process of its own
+(`bendtorch laws --variant V` there, its rows read back from its JSON), as many at a time as `jobs` says (default:
+every column, at most one per core): a column's work is mostly one thread (tracing, code generation, one law after
+another), so on two cores torch.compile's two columns take 82 s together instead of 110 s in turn (docs/FINDINGS.md).
+The rows, the table and the document are the same either way; only the times differ."""
 
 from __future__ import annotations
 
 import json
 import os
 import pathlib
+import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -185,7 +192,8 @@ def run_column(plan: Plan, col: Column, profile: str, select: str | None = None,
 
 def run_laws(profile: str, select: str | None = None, quiet: bool = True, target: str | None = None,
              device: str = "cpu", variant: str | None = None) -> list[dict[str, Any]]:
-    """Every column's rows (run_column) for the target a spec names, on device, each variant in turn."""
+    """Every column's rows (run_column) for the target a spec names, on device, each variant in turn in this
+    process."""
     plan = prepare(target, device, variant)
     return [r for c in plan.columns for r in run_column(plan, c, profile, select, quiet)]
 
@@ -266,13 +274,53 @@ def exit_code(rows: list[dict[str, Any]], own: bool, allow_not_run: bool = False
     return 0
 
 
+def default_jobs(plan: Plan) -> int:
+    """Columns run at once by default: every column that can run here, at most one per core."""
+    runnable = sum(c.target is not None for c in plan.columns)
+    return max(1, min(runnable, os.cpu_count() or 1))
+
+
+def _column_in_process(plan: Plan, col: Column, profile: str, select: str | None) -> list[dict[str, Any]]:
+    """One column's rows from a process of its own: `bendtorch laws --variant V --json FILE` on the same spec,
+    device and profile. A process that ends without its JSON (it crashed) gives every law of the column the result
+    "error", with the exit status and the last line it printed."""
+    label = col.described["target"]
+    with tempfile.TemporaryDirectory(prefix="bendtorch-laws-") as tmp:
+        out = pathlib.Path(tmp) / "column.json"
+        cmd = [sys.executable, "-m", "bendtorch", "laws", "--target", plan.resolved.spec, "--device", plan.device,
+               "--variant", col.variant, "--profile", profile, "--jobs", "1", "--allow-not-run", "--json", str(out),
+               *([] if select is None else ["-k", select])]
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+        if out.is_file():
+            rows: list[dict[str, Any]] = json.loads(out.read_text())["rows"]
+            return rows
+    last = next((ln for ln in reversed(done.stdout.splitlines()) if ln.strip()), "no output")
+    rows = not_run_rows(label, f"the column's process exited {done.returncode}: {last[:300]}")
+    for r in rows:
+        r["result"] = "error"
+    return rows
+
+
+def run_columns(plan: Plan, profile: str, select: str | None = None, jobs: int = 1) -> list[dict[str, Any]]:
+    """Every column's rows, in the plan's order: in turn in this process (jobs 1, or a single column that runs),
+    else up to `jobs` columns at once, each in a process of its own."""
+    runnable = [c for c in plan.columns if c.target is not None]
+    if jobs <= 1 or len(runnable) <= 1:
+        return [r for c in plan.columns for r in run_column(plan, c, profile, select)]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(_column_in_process, plan, c, profile, select) if c.target is not None else None
+                   for c in plan.columns]
+        return [r for c, f in zip(plan.columns, futures)
+                for r in (f.result() if f is not None else run_column(plan, c, profile, select))]
+
+
 def run_and_print(plan: Plan, profile: str, select: str | None = None, json_path: pathlib.Path | None = None,
-                  allow_not_run: bool = False) -> int:
-    """Run the laws of a prepared plan (each column in turn), print the table and its total line, and write the
-    rows to json_path if given (atomically) with the columns' versions and the machine record of the target's
-    libraries. Returns exit_code's answer; when every law was not run it says so on stderr."""
+                  allow_not_run: bool = False, jobs: int = 1) -> int:
+    """Run the laws of a prepared plan (run_columns: `jobs` columns at once), print the table and its total line,
+    and write the rows to json_path if given (atomically) with the columns' versions and the machine record of the
+    target's libraries. Returns exit_code's answer; when every law was not run it says so on stderr."""
     t0 = time.time()
-    rows = [r for c in plan.columns for r in run_column(plan, c, profile, select)]
+    rows = run_columns(plan, profile, select, jobs)
     seconds = time.time() - t0
     name = plan.resolved.record.name
     where = f" {plan.device}" if plan.device != "cpu" else ""

@@ -127,6 +127,12 @@ LIBRARIES: dict[str, SweepLibrary] = {lib.name: lib for lib in [
                  "True (GELU's tanh form) and False (its erf form); the derivatives through tf.GradientTape",
                  _table("tensorflow", "FUNCS", tuple(f for f in _ALL if f != "pow")),
                  distribution="tensorflow", code=("bendtorch.targets.tensorflow",)),
+    SweepLibrary("torch_compile", "PyTorch CPU float32 through torch.compile (Inductor's C++ backend, mode default, "
+                 "dynamic shapes): torch's calls, each compiled into a loop of Sleef's vector functions built with the "
+                 "machine's g++ -march=native; a lane's bits can depend on its vector's other lanes (sin, cos), and a "
+                 "chunk's consecutive inputs make them neighbours of one magnitude",
+                 _table("torch_compile", "FUNCS", _ALL), distribution="torch_compile",
+                 code=("bendtorch.targets.torch_compile", f"{_A}.pytorch")),
     SweepLibrary("impl_exp_array", "impl's exp over a whole array (libm.exp_array, the vectorised loop the softmax, "
                  "log-softmax, cross-entropy and attention kernels and the Sigmoid and SiLU loops call), called apart "
                  "and in place: must give exp32's bits on every input", {"exp": f"{_A}.impl:EXP_ARRAY_BOTH_WAYS"},
@@ -149,6 +155,11 @@ ORDER = tuple(LIBRARIES)   # the atlas's order of columns; a library from outsid
 EXTRAS: dict[str, tuple[str, str]] = {"onnxruntime": ("onnx", "onnxruntime"), "mlx": ("mlx", "mlx.core"),
                                       "tensorflow": ("tensorflow", "tensorflow")}
 
+# the built-in libraries a sweep runs only where they are named (--lib NAME), with the reason: a default sweep's
+# libraries start in under a second each
+ON_REQUEST: dict[str, str] = {"torch_compile": "it compiles each function with g++ at its first call in a process "
+                                               "(seconds on an empty Inductor cache)"}
+
 
 def installed(name: str) -> bool:
     """Whether a built-in library can run here: always, unless it comes with an extra (EXTRAS) whose module cannot
@@ -162,9 +173,10 @@ def installed(name: str) -> bool:
 
 
 def providers(function: str) -> tuple[str, ...]:
-    """The built-in libraries that provide `function` (twins aside), in the atlas's order."""
+    """The built-in libraries that provide `function` and run by default (twins, an accelerator's and those
+    ON_REQUEST aside), in the atlas's order."""
     return tuple(n for n, lib in LIBRARIES.items()
-                 if function in lib.functions and not lib.twin and lib.device is None)
+                 if function in lib.functions and not lib.twin and lib.device is None and n not in ON_REQUEST)
 
 
 def rank(name: str) -> tuple[int, str]:

@@ -123,6 +123,19 @@ def _torch_cuda() -> dict[str, Any]:
     return out
 
 
+def _torch_compile() -> dict[str, Any]:
+    """PyTorch's probe, the C++ compiler Inductor builds with and the vector ISA it generates code for (its own
+    check, which compiles a few lines with that compiler)."""
+    from torch._inductor import cpu_vec_isa
+
+    out = _torch()
+    isa = cpu_vec_isa.pick_vec_isa()
+    out["build"] = {**out["build"], "cxx": _first_line(["g++", "--version"])}
+    out["dispatch"] = {**out["dispatch"], "inductor_isa": str(isa) or "none (scalar C++)",
+                       "inductor_lanes": int(isa.nelements()) if isa else 1}
+    return out
+
+
 def _numba() -> dict[str, Any]:
     import llvmlite.binding as ll  # type: ignore[import-untyped]
     import numba
@@ -206,7 +219,7 @@ def _clib() -> dict[str, Any]:
 
 
 PROBES: dict[str, Callable[[], dict[str, Any]]] = {
-    "numpy": _numpy, "torch": _torch, "torch_cuda": _torch_cuda, "numba": _numba, "jax": _jax, "onnxruntime": _onnxruntime,
+    "numpy": _numpy, "torch": _torch, "torch_cuda": _torch_cuda, "torch_compile": _torch_compile, "numba": _numba, "jax": _jax, "onnxruntime": _onnxruntime,
     "tensorflow": _tensorflow, "mlx": _mlx, "clib": _clib,
 }
 

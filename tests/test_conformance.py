@@ -562,3 +562,56 @@ def test_the_plugin_runs_a_law_once_per_variant(tmp_path: Any) -> None:
                             "bendtorch.laws.test_targets", "-k", "erf_odd"], cwd=tmp_path, capture_output=True,
                            text=True)
         assert r.returncode == 0 and "SKIPPED [2]" in r.stdout and "not run: no GPU" in r.stdout, r.stdout
+
+
+def test_columns_at_once_give_the_rows_of_columns_in_turn(tmp_path: Any) -> None:
+    """`bendtorch laws` runs a target's columns at once, each in a process of its own (--jobs 2), or in turn in one
+    process (--jobs 1): the same rows, in the same order, with the same results and examples; only the times differ.
+    ONNX Runtime's two columns (graph optimisations on and off) on the erf laws: a second each."""
+    import json
+    import subprocess
+    import importlib.util
+    if importlib.util.find_spec("onnxruntime") is None:
+        pytest.skip("not run: onnxruntime is not installed (pip install 'bendtorch[onnx]')")
+    docs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"jobs{jobs}.json"
+        r = subprocess.run([sys.executable, "-m", "bendtorch", "laws", "--target", "onnxruntime", "-k", "erf",
+                            "--jobs", jobs, "--json", str(out)], capture_output=True, text=True, cwd=tmp_path)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+        assert "total: 6 law runs over 2 columns: 6 passed" in r.stdout, r.stdout[-500:]
+        docs.append(json.loads(out.read_text()))
+    strip = [[{k: v for k, v in row.items() if k != "seconds"} for row in d["rows"]] for d in docs]
+    assert strip[0] == strip[1] and len(strip[0]) == 6
+    assert [row["target"] for row in strip[1]] == ["onnxruntime (ORT_ENABLE_ALL)"] * 3 + \
+        ["onnxruntime (ORT_DISABLE_ALL)"] * 3
+    assert docs[0]["targets"] == docs[1]["targets"]
+
+
+def test_a_column_whose_process_dies_is_every_law_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A column's process that ends without its JSON (killed, crashed) makes each of its laws an "error" naming the
+    exit status and the last line it printed, never a pass; the other column's rows are its own, and the exit code
+    is 1."""
+    import subprocess
+
+    from bendtorch.laws import run as R
+    plan = R.prepare(f"{__name__}:make_doubling")
+    plan.columns.append(R.Column(plan.columns[0].target, {"target": "doubling (again)"}, "again"))
+    calls = []
+
+    def died(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
+        calls.append(cmd)
+        if cmd[cmd.index("--variant") + 1] != "again":
+            return subprocess.CompletedProcess(cmd, -9, stdout="working\nKilled\n\n")
+        out = cmd[cmd.index("--json") + 1]
+        with open(out, "w") as f:
+            f.write('{"rows": [{"law": "odd", "result": "passed", "target": "doubling (again)"}]}')
+        return subprocess.CompletedProcess(cmd, 0, stdout="")
+    monkeypatch.setattr(subprocess, "run", died)
+    rows = R.run_columns(plan, "ci", jobs=1 + 1)
+    assert len(calls) == 2 and all(c[c.index("--jobs") + 1] == "1" for c in calls)
+    first = [r for r in rows if r["target"] != "doubling (again)"]
+    assert first and {r["result"] for r in first} == {"error"}
+    assert all(r["reason"] == "the column's process exited -9: Killed" for r in first)
+    assert rows[len(first):] == [{"law": "odd", "result": "passed", "target": "doubling (again)"}]
+    assert R.exit_code(rows, own=False) == 1

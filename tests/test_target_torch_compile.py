@@ -153,3 +153,61 @@ def test_compiled_log_softmax_is_not_batch_invariant_where_eager_is() -> None:
         return [i for i in range(64) if not np.array_equal(y[i:i + 1].view(np.uint32), f(x[i:i + 1]).view(np.uint32))]
     assert differing(eager.log_softmax) == []
     assert differing(t.log_softmax) == [16, 36, 45]
+
+
+# ---- the sweep library (reports/sweep/libraries/torch_compile.py) ----
+
+# Sleef's vector functions Inductor calls are documented at 1.0 ulp (exp, log, tanh: its u10 family) and 3.5 ulps
+# (sin, cos: u35), sqrt and 1/sqrt are one or two roundings: a compiled function within 4 ulps on a sample, and the
+# right special values; a wrong function (another function's graph, a neighbour's) is off by far more
+SWEEP_ULPS = 4.0
+# compiled torch.erf is ATen's vectorised erf polynomial (the one inside eager GELU, bendtorch.reference.torch_erf),
+# whose error is absolute: 4.3e-7 at most on a sample, so 1.7e7 ulps near zero; a wrong function is off by more
+# than 2^-20 somewhere in a sample of 20,000
+ERF_ABS = 2.0 ** -20
+
+
+@pytest.mark.parametrize("function", ["exp", "log", "tanh", "sin", "cos", "sqrt", "rsqrt", "erf"])
+def test_sweep_library_within_its_bounds(function: str) -> None:
+    from bendtorch.reports.sweep.api import check
+    col = check(function, "torch_compile", sample=20_000)
+    assert col["specials_right"], function
+    if function == "erf":
+        worst = col["max_abs_error_where_not_correctly_rounded"]
+        assert worst <= ERF_ABS, worst
+    else:
+        assert col["max_ulp"] <= SWEEP_ULPS, (function, col["max_ulp"])
+
+
+def test_sweep_library_compiles_each_function_as_a_graph_of_its_own() -> None:
+    """Every function of the record is compiled (dynamo's unique graphs grow by one for each, none falls back to
+    eager under a shared code object's recompile limit) and the second chunk of another length compiles nothing
+    new (dynamic shapes); an input alone gives the bits it has among copies of itself (dynamo's size-1 graph is a
+    scalar loop of the C library's calls, which the library does not measure)."""
+    from bendtorch.records.libraries import LIBRARIES
+    from bendtorch.reports.sweep.libraries import resolve
+    from bendtorch.reports.sweep.libraries import torch_compile as SL
+    lib = LIBRARIES["torch_compile"]
+    assert set(lib.functions) == set(SL.FUNCS) and "d" + "gelu_erf" in lib.functions
+    x = np.linspace(-3, 3, 4099, dtype=F32)
+    for f, spec in lib.functions.items():
+        before = graphs()
+        with np.errstate(all="ignore"):
+            y = resolve(spec)(x)
+            again = resolve(spec)(x[:1000])
+        assert y.dtype == F32 and y.shape == x.shape
+        assert graphs() - before <= 1 and np.array_equal(again.view(np.uint32), y[:1000].view(np.uint32)), f
+        assert SL._compiled(f).__wrapped__.__code__.co_name == f"compiled_{f}"  # type: ignore[attr-defined]
+    one = SL.FUNCS["sin"](np.array([-890.659], F32))
+    assert one.shape == (1,) and one.view(np.uint32)[0] == SL.FUNCS["sin"](np.full(16, -890.659, F32)).view(
+        np.uint32)[0]
+
+
+def test_sweep_library_runs_where_named_and_says_its_machine() -> None:
+    """torch_compile is not among a function's default libraries (it compiles at its first call), `--lib
+    torch_compile` runs it, and its machine record names the C++ compiler and the vector ISA Inductor generates for."""
+    from bendtorch.records.libraries import ON_REQUEST, providers
+    from bendtorch.records.machine import probe
+    assert "torch_compile" in ON_REQUEST and "torch_compile" not in providers("exp") and "torch" in providers("exp")
+    p = probe("torch_compile")
+    assert p["build"]["cxx"] and p["dispatch"]["inductor_lanes"] >= 1 and p["version"] == torch.__version__

@@ -1,7 +1,8 @@
 """`bendtorch laws [--profile P] [--target SPEC] [--device D] [--variant V] [-k EXPR] [--json FILE]
-[--allow-not-run]`: run the law suites under a hypothesis profile against a target and print the table of suite,
+[--allow-not-run] [--jobs N]`: run the law suites under a hypothesis profile against a target and print the table of suite,
 family, law, examples tried, result and time, with one total line (the JSON file holds the same rows and the
-machine)."""
+machine). A target of several columns (variants) runs them at once, each in a process of its own, unless --jobs
+1."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import argparse
 import os
 from pathlib import Path
 
-from bendtorch.commands.args import UsageError, json_target
+from bendtorch.commands.args import UsageError, int_in, json_target
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,16 +31,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the target's device, one its record lists (torch: cpu or cuda, which runs each variant, "
                         "TF32 off then on); default cpu")
     p.add_argument("--variant", default=None, metavar="NAME",
-                   help="one of the target's variants on the device (torch cuda: tf32-off, tf32-on); default each "
-                        "in turn, a column each")
+                   help="one of the target's variants on the device (torch cuda: tf32-off, tf32-on); default every "
+                        "one, a column each")
     p.add_argument("--allow-not-run", action="store_true",
                    help="exit 0 when every law was not run (the target's library is not installed, no GPU) "
                         "instead of 1")
+    p.add_argument("--jobs", type=int_in(1, 64), default=None, metavar="N",
+                   help="columns (variants) run at once, each in a process of its own; 1 runs them in turn in "
+                        "this process; default every column, at most one per core")
 
 
 def run(args: argparse.Namespace) -> int:
     json_path = json_target(args.json) if args.json is not None else None
-    from bendtorch.laws.run import prepare, run_and_print
+    from bendtorch.laws.run import default_jobs, prepare, run_and_print
     from bendtorch.records.targets import ENV, SpecError
 
     if args.target is not None and not args.target.strip():
@@ -53,5 +57,6 @@ def run(args: argparse.Namespace) -> int:
         from bendtorch.impl.kernels import warm
 
         warm.start(f"laws-{args.profile}")  # on a cold cache, a second process compiles the laws' kernels too
+    jobs = default_jobs(plan) if args.jobs is None else args.jobs
     return run_and_print(plan, args.profile, select=args.select, json_path=json_path,
-                         allow_not_run=args.allow_not_run)
+                         allow_not_run=args.allow_not_run, jobs=jobs)

@@ -51,7 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser, function: str | None = None) 
 
     names = ", ".join(n for n, lib in LIBRARIES.items() if not lib.twin)
     parser.add_argument("--lib", action="append", metavar="LIB", dest="libs",
-                        help=f"a library to check (repeatable; default: every library that provides the function): "
+                        help=f"a library to check (repeatable; default: every library that provides the function, "
+                             f"but for an accelerator's and those run where named: torch_cuda, torch_compile): "
                              f"{names}; an installed plug-in's name (entry points bendtorch.sweep_libraries); or "
                              f"NAME=pkg.mod:attr, attr a function float32 array -> float32 array or an object or "
                              f"mapping providing functions by name")

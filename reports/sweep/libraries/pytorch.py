@@ -22,7 +22,8 @@ Fn = Callable[[Any], Any]
 _F = torch.nn.functional
 _A = torch.ops.aten
 
-_OPS: dict[str, Fn] = {
+# the call of each function, a float32 tensor in and out (the library torch_compile compiles the same calls)
+OPS: dict[str, Fn] = {
     "exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "sin": torch.sin, "cos": torch.cos,
     "pow": lambda t: torch.pow(ROPE_BASE, t),
     "erf": torch.erf, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "sigmoid": torch.sigmoid, "silu": _F.silu,
@@ -54,9 +55,9 @@ def _call(fn: Fn, x: Any, strided: bool, aten: bool) -> Any:
         return np.ascontiguousarray(fn(t).numpy(), dtype=np.float32)
 
 
-VECTOR = {f: _run(op, False, False) for f, op in _OPS.items()}
-STRIDED = {f: _run(op, True, False) for f, op in _OPS.items()}
-ATEN = {f: _run(op, False, True) for f, op in _OPS.items()}
+VECTOR = {f: _run(op, False, False) for f, op in OPS.items()}
+STRIDED = {f: _run(op, True, False) for f, op in OPS.items()}
+ATEN = {f: _run(op, False, True) for f, op in OPS.items()}
 
 GPU_ENV = "BENDTORCH_SWEEP_GPU"  # the device of the torch_cuda library: cuda (default), or cpu as a stand-in
 
@@ -82,7 +83,7 @@ def _on_gpu(fn: Fn) -> Fn:
     return run
 
 
-GPU = {f: _on_gpu(op) for f, op in _OPS.items()}
+GPU = {f: _on_gpu(op) for f, op in OPS.items()}
 
 PORTS: dict[str, Fn] = {
     "erf": lambda x: np.asarray(erf_as_np(x), dtype=np.float32),
