@@ -98,8 +98,8 @@ def test_the_c_library_mode_keeps_the_earlier_pins() -> None:
 def test_every_matmul_driver_gives_the_plain_order_bits() -> None:
     """The serial driver (small products), the parallel one (MB x JT tasks) and the big-B one (all rows per task,
     the tied head's dX) each against mm_plain, bit for bit, on odd sizes (ragged blocks, tiles and row groups), with
-    A read as it is or from its transpose's buffer and C written as it is or transposed; and the products built on
-    them (matmul_nt, matmul_tn_acc) on the same sizes."""
+    A read as it is or from its transpose's buffer and C written (or added to) as it is or transposed;
+    and the products built on them (matmul_nt, matmul_tn_acc) on the same sizes."""
     from bendtorch.impl.bits import same_bits
     from bendtorch.impl.kernels import matmul as M
 
@@ -116,9 +116,11 @@ def test_every_matmul_driver_gives_the_plain_order_bits() -> None:
             for mb, jt in [(M.MB, M.JT), (m, 64), (3, 16)]:
                 for at in (False, True):
                     for ct in (False, True):
-                        c = np.empty((n, m) if ct else (m, n), dtype=np.float32)
-                        drv(a_t if at else a, at, b, c, ct, M.KB, False, mb, jt)
-                        assert same_bits(c.T if ct else c, want), (m, k, n, drv, mb, jt, at, ct)
+                        for acc in (False, True):
+                            c = np.ascontiguousarray(c0.T) if ct else c0.copy()
+                            drv(a_t if at else a, at, b, c, ct, M.KB, acc, mb, jt)
+                            assert same_bits(c.T if ct else c, c0 + want if acc else want), \
+                                (m, k, n, drv, mb, jt, at, ct, acc)
         # y = x·Wᵀ with x = a and W = bᵀ; g + dYᵀ·X with dY = aᵀ and X = b
         assert same_bits(M.matmul_nt(a, np.ascontiguousarray(b.T)), want), (m, k, n)
         assert same_bits(M.matmul_tn_acc(a_t, b, c0.copy()), c0 + want), (m, k, n)

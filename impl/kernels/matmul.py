@@ -46,14 +46,16 @@ Speed (the order above is untouched, tests/test_speed_bits.py pins the bits of w
 compares every driver with mm_plain): numba @njit(cache=True, parallel=True), prange over tasks of independent
 outputs only (never over a sum). A task is MB output rows by one tile of columns (tiles of equal widths, at most
 JT = 1024, column tile outermost so the threads share one K x JT tile of B from the L2 cache); per K-block in
-order, the task's rows four at a time (`_block4`: each loaded B[k, j] serves four rows' running sums, four k per
+order, the task's rows four at a time (`_block4`: each loaded B[k, j] serves four rows' running sums, eight k per
 pass; register blocking), each row's partial merged into its stack. Products below SERIAL_BELOW multiply-adds run
 the same task code on the calling thread (no thread pool). When B is bigger than the caches and A has few rows (the
 tied head's dX, 128 x 49152 by 49152 x 576) a task takes all rows and a share of the columns, so B is streamed
 once. A's elements are read one at a time and C's written once, so either may be the transpose of the array
 given: matmul_tn_acc reads dYᵀ from dY, and matmul_nt does not copy a big W (the 49152 x 576 head): it computes W·xᵀ
-and writes it transposed. The copies these avoid (dYᵀ, and the head's 49152 x 128 result transposed) took 0.10 s of
-a 1.9 s smol step (cProfile, AMD EPYC, 2 cores); with them the head's forward took 177 ms, without 130.
+and writes it transposed, a run of a task's rows at a time. The copies these avoid (dYᵀ, and the head's 49152 x 128
+result transposed) took 0.10 s of a 1.9 s smol step (cProfile, AMD EPYC, 2 cores); with them the head's forward took
+177 ms, without 130, and with the transposed result written a run of rows at a time instead of a number at a time
+55 ms (AMD EPYC, family 26, model 2).
 `bendtorch study matmul` measures the drivers' GFLOP/s beside PyTorch's.
 """
 
@@ -84,7 +86,7 @@ SERIAL_BELOW = 1 << 21
 # _run): a tile that big does not stay in the caches while the row blocks read it
 BIG_B = 1 << 22
 # W's size (numbers) from which matmul_nt does not copy Wᵀ (see there)
-BIG_W = 1 << 22
+BIG_W = 1 << 19
 _ZERO = np.float32(0.0)
 
 
@@ -106,11 +108,13 @@ def _block4(a: F, at: bool, i: int, nr: int, b: F, k0: int, k1: int, j0: int, jn
             s3: F) -> None:
     """For the nr (1..4) rows i, i+1, ...: s_r[j] = the running sum, left to right from +0.0, of
     A[i + r, k] * B[k, j0 + j] over k0 <= k < k1, for j < jn (rows r >= nr repeat row i and are discarded;
-    A = a, or aᵀ when at: see _el). Eight k per pass over the s_r (then four, then one, for the rest of the span),
+    A = a, or aᵀ when at: see _el). Eight k per pass over the s_r (then one at a time for the rest of the span),
     each loaded B[k, j] used by the four rows (register blocking) and each s_r[j] loaded and stored once per pass;
     within a pass each s_r[j] still adds its terms one after the other, each product rounded before its addition.
     Eight rather than four: the passes' loads and stores of the s_r are halved (the LM head's forward 117 -> 149
-    GF/s on an AMD EPYC, family 26, model 2, 2 cores); sixteen spill the 64 A values and run slower (93)."""
+    GF/s on an AMD EPYC, family 26, model 2, 2 cores); sixteen spill the 64 A values and run slower (93). No pass
+    of four for the rest: every span here is a multiple of eight but a ragged last block (K mod 16), and each
+    vectorised loop costs compile time at a cold start (1.14 -> 0.84 s for this function with it dropped)."""
     i1 = i + 1 if nr > 1 else i
     i2 = i + 2 if nr > 2 else i
     i3 = i + 3 if nr > 3 else i
@@ -143,37 +147,6 @@ def _block4(a: F, at: bool, i: int, nr: int, b: F, k0: int, k1: int, j0: int, jn
             t = (((s3[j] + x30 * c0) + x31 * c1) + x32 * c2) + x33 * c3
             s3[j] = (((t + y30 * c4) + y31 * c5) + y32 * c6) + y33 * c7
         kk += 8
-    while kk + 4 <= k1:
-        x00 = _el(a, at, i, kk)
-        x01 = _el(a, at, i, kk + 1)
-        x02 = _el(a, at, i, kk + 2)
-        x03 = _el(a, at, i, kk + 3)
-        x10 = _el(a, at, i1, kk)
-        x11 = _el(a, at, i1, kk + 1)
-        x12 = _el(a, at, i1, kk + 2)
-        x13 = _el(a, at, i1, kk + 3)
-        x20 = _el(a, at, i2, kk)
-        x21 = _el(a, at, i2, kk + 1)
-        x22 = _el(a, at, i2, kk + 2)
-        x23 = _el(a, at, i2, kk + 3)
-        x30 = _el(a, at, i3, kk)
-        x31 = _el(a, at, i3, kk + 1)
-        x32 = _el(a, at, i3, kk + 2)
-        x33 = _el(a, at, i3, kk + 3)
-        b0 = b[kk, j0:j0 + jn]
-        b1 = b[kk + 1, j0:j0 + jn]
-        b2 = b[kk + 2, j0:j0 + jn]
-        b3 = b[kk + 3, j0:j0 + jn]
-        for j in range(jn):
-            c0 = b0[j]
-            c1 = b1[j]
-            c2 = b2[j]
-            c3 = b3[j]
-            s0[j] = (((s0[j] + x00 * c0) + x01 * c1) + x02 * c2) + x03 * c3
-            s1[j] = (((s1[j] + x10 * c0) + x11 * c1) + x12 * c2) + x13 * c3
-            s2[j] = (((s2[j] + x20 * c0) + x21 * c1) + x22 * c2) + x23 * c3
-            s3[j] = (((s3[j] + x30 * c0) + x31 * c1) + x32 * c2) + x33 * c3
-        kk += 4
     while kk < k1:
         x00 = _el(a, at, i, kk)
         x10 = _el(a, at, i1, kk)
@@ -189,10 +162,13 @@ def _block4(a: F, at: bool, i: int, nr: int, b: F, k0: int, k1: int, j0: int, jn
         kk += 1
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always")
 def _merge(s: F, stack: F, blk: int, jn: int) -> None:
     """Block blk's partial s merged with the complete subtrees on its left (tree_sum's pairs: while blk's low bits
-    are 1, s = stack[lev] + s), then pushed at its level."""
+    are 1, s = stack[lev] + s), then pushed at its level. Inlined into the task, as _fold is (numba's
+    inline="always"): a call that passes arrays costs two atomic reference-count updates per array, which took most
+    of a small product's time (64 x 32 by 32 x 32, the tiny model's: 13.0 -> 7.4 us on an AMD EPYC, family 26,
+    model 2; the bits are the same)."""
     t = blk
     lev = 0
     while t & 1:
@@ -206,10 +182,9 @@ def _merge(s: F, stack: F, blk: int, jn: int) -> None:
         sl[j] = s[j]
 
 
-@numba.njit(cache=True)
-def _fold_out(s: F, stack: F, nb: int, nlev: int, jn: int, c: F, ct: bool, row: int, j0: int, acc: bool) -> None:
-    """What is left on the stack folded, smallest level first (tree_sum's carried odd ones), into the output row
-    C[row, j0 : j0 + jn] (= or +=), where C is c or, when ct, its transpose (C[row, j] is c[j, row])."""
+@numba.njit(inline="always")
+def _fold(s: F, stack: F, nb: int, nlev: int, jn: int) -> None:
+    """s = what is left on the stack folded, smallest level first (tree_sum's carried odd ones): the row's sums."""
     if nb == 0:
         for j in range(jn):
             s[j] = _ZERO
@@ -225,21 +200,6 @@ def _fold_out(s: F, stack: F, nb: int, nlev: int, jn: int, c: F, ct: bool, row: 
                 sl = stack[lev]
                 for j in range(jn):
                     s[j] = sl[j] + s[j]
-    if ct:
-        if acc:
-            for j in range(jn):
-                c[j0 + j, row] = c[j0 + j, row] + s[j]
-        else:
-            for j in range(jn):
-                c[j0 + j, row] = s[j]
-    else:
-        ck = c[row, j0:j0 + jn]
-        if acc:
-            for j in range(jn):
-                ck[j] = ck[j] + s[j]
-        else:
-            for j in range(jn):
-                ck[j] = s[j]
 
 
 @numba.njit(cache=True)
@@ -247,7 +207,10 @@ def _mm_task(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, task: int
              jtw: int) -> None:
     """One task of the product: the output rows [i0, i0 + mb) by columns [j0, j0 + jtw) (task = column tile *
     nrb + row block); per K-block in order, the rows four at a time (_block4), each row's partial merged into its
-    stack; then each row's stack folded into C (A = a or aᵀ, C = c or cᵀ, as at and ct say)."""
+    stack; then each row's stack folded (_fold) and written into C (= or +=; A = a or aᵀ, C = c or cᵀ, as at and ct
+    say). C = cᵀ is written after the whole tile is folded, a run of the task's rows along each row of c: written
+    row by row, each number would land on a line (and a page) of its own (the LM head's forward, 49152 x 576 by
+    576 x 128 written into 128 x 49152: 71 -> 115 GF/s on an AMD EPYC, family 26, model 2)."""
     m, k = (a.shape[1], a.shape[0]) if at else (a.shape[0], a.shape[1])
     n = b.shape[1]
     nb = n_blocks(k, kb)
@@ -259,15 +222,36 @@ def _mm_task(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, task: int
     jn = min(jtw, n - j0)
     stacks = np.empty((mb, nlev, jtw), dtype=np.float32)
     ss = np.empty((RB, jtw), dtype=np.float32)
+    s0, s1, s2, s3 = ss[0], ss[1], ss[2], ss[3]
     for blk in range(nb):
+        k0, k1 = block_span(blk, kb, k)
         for r in range(0, mr, RB):
             nr = min(RB, mr - r)
-            k0, k1 = block_span(blk, kb, k)
-            _block4(a, at, i0 + r, nr, b, k0, k1, j0, jn, ss[0], ss[1], ss[2], ss[3])
+            _block4(a, at, i0 + r, nr, b, k0, k1, j0, jn, s0, s1, s2, s3)
             for q in range(nr):
                 _merge(ss[q], stacks[r + q], blk, jn)
-    for r in range(mr):
-        _fold_out(ss[0], stacks[r], nb, nlev, jn, c, ct, i0 + r, j0, acc)
+    if ct:
+        tile = np.empty((mr, jtw), dtype=np.float32)
+        for r in range(mr):
+            _fold(tile[r], stacks[r], nb, nlev, jn)
+        for j in range(jn):
+            cj = c[j0 + j, i0:i0 + mr]
+            if acc:
+                for r in range(mr):
+                    cj[r] = cj[r] + tile[r, j]
+            else:
+                for r in range(mr):
+                    cj[r] = tile[r, j]
+    else:
+        for r in range(mr):
+            _fold(s0, stacks[r], nb, nlev, jn)
+            cr = c[i0 + r, j0:j0 + jn]
+            if acc:
+                for j in range(jn):
+                    cr[j] = cr[j] + s0[j]
+            else:
+                for j in range(jn):
+                    cr[j] = s0[j]
 
 
 @numba.njit(cache=True, parallel=True)
@@ -385,11 +369,13 @@ def mm_plain(a: F, b: F, kb: int = KB) -> F:
 
 def matmul_nt(x: F, w: F) -> F:
     """y = x·Wᵀ (Linear's forward, main.bend line 618): x n x i, W o x i, y n x o; y[r, c] sums over i in the
-    blocked-tree order. The core gets x and a row-major copy of Wᵀ (i x o); or, when W is the larger (o i >= BIG_W
-    numbers, e.g. the 49152 x 576 LM head), it computes W·xᵀ (o x n) from W as it is and a copy of xᵀ and writes it
-    transposed into y: the same products (a b = b a exactly in floating point) summed in the same order, so the
-    same bits, without copying W or the result. (For a layer's W the copy costs less than the second form, whose
-    few columns use the register blocking worse: 576 x 576 by 128 tokens 1.26 ms against 0.71 + 0.2 for the copy.)"""
+    blocked-tree order. The core gets x and a row-major copy of Wᵀ (i x o); or, when W is big (o i >= BIG_W numbers:
+    the 49152 x 576 LM head, smol's 1536 x 576 and 576 x 1536 MLP weights), it computes W·xᵀ (o x n) from W as it is
+    and a copy of xᵀ and writes it transposed into y: the same products (a b = b a exactly in floating point) summed
+    in the same order, so the same bits, without copying W or the result. Measured with 128 tokens on an AMD EPYC
+    (family 26, model 2), 2 cores, copy form against W·xᵀ: 576 x 1536 2.52 against 2.06 ms, 1536 x 576 1.94 against
+    1.87, 576 x 576 0.69 against 0.70, 192 x 576 0.23 against 0.25; the head's forward 55 ms, against 40 for the
+    product from a copy of Wᵀ and 47 for the copy."""
     x = _f32c(x, "x")
     w = _f32c(w, "W")
     if x.shape[1] != w.shape[1]:
