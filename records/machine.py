@@ -219,8 +219,8 @@ def _clib() -> dict[str, Any]:
 
 
 PROBES: dict[str, Callable[[], dict[str, Any]]] = {
-    "numpy": _numpy, "torch": _torch, "torch_cuda": _torch_cuda, "torch_compile": _torch_compile, "numba": _numba, "jax": _jax, "onnxruntime": _onnxruntime,
-    "tensorflow": _tensorflow, "mlx": _mlx, "clib": _clib,
+    "numpy": _numpy, "torch": _torch, "torch_cuda": _torch_cuda, "torch_compile": _torch_compile, "numba": _numba,
+    "jax": _jax, "onnxruntime": _onnxruntime, "tensorflow": _tensorflow, "mlx": _mlx, "clib": _clib,
 }
 
 

@@ -1,7 +1,7 @@
 """`bendtorch laws [--profile P] [--target SPEC] [--device D] [--variant V] [-k EXPR] [--json FILE]
-[--allow-not-run] [--jobs N]`: run the law suites under a hypothesis profile against a target and print the table of suite,
-family, law, examples tried, result and time, with one total line (the JSON file holds the same rows and the
-machine). A target of several columns (variants) runs them at once, each in a process of its own, unless --jobs
+[--allow-not-run] [--jobs N]`: run the law suites under a hypothesis profile against a target and print the table
+of suite, family, law, examples tried, result and time, with one total line (the JSON file holds the same rows and
+the machine). A target of several columns (variants) runs them at once, each in a process of its own, unless --jobs
 1."""
 
 from __future__ import annotations

@@ -46,8 +46,8 @@ Speed (the order above is untouched, tests/test_speed_bits.py pins the bits of w
 compares every driver with mm_plain): numba @njit(cache=True, parallel=True), prange over tasks of independent
 outputs only (never over a sum). A task is MB output rows by one tile of columns (tiles of equal widths, at most
 JT = 1024, column tile outermost so the threads share one K x JT tile of B from the L2 cache); per K-block in
-order, the task's rows four at a time (`_block4`: each loaded B[k, j] serves four rows' running sums, eight k per
-pass; register blocking), each row's partial merged into its stack. Products below SERIAL_BELOW multiply-adds run
+order, the task's rows four at a time (`_block4`: each loaded B[k, j] serves four rows' running sums, eight k
+per pass; register blocking), each row's partial merged into its stack. Products below SERIAL_BELOW multiply-adds run
 the same task code on the calling thread (no thread pool). When B is bigger than the caches and A has few rows (the
 tied head's dX, 128 x 49152 by 49152 x 576) a task takes all rows and a share of the columns, so B is streamed
 once. A's elements are read one at a time and C's written once, so either may be the transpose of the array
