@@ -4,6 +4,11 @@ gradient +0 where y <= 0, dropout p = 0 is the identity, the kept fraction), and
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -105,14 +110,38 @@ def test_the_exp_neg_forms_dispatch_to_their_own_kernels(op: int) -> None:
 
 def test_the_dispatch_is_cached_under_the_table_it_was_compiled_for() -> None:
     # numba's cache does not see the globals a function reads: the dispatch and the loops carry the records'
-    # activation table's digest in their names, so code compiled for another table is never loaded
+    # activation table's digest in their names, so code compiled for another table is never loaded; and each
+    # activation's copy of a loop has a name of its own, so one activation's compiled loop is never loaded for another
     import hashlib
     from bendtorch.records.ops import ACTIVATIONS
     digest = hashlib.sha256(repr([(r.name, r.act) for r in ACTIVATIONS]).encode()).hexdigest()[:12]
-    for f in (E.act_v, E.act_d, E.act_v_e, E.act_d_e, E.act_fwd_into.parallel, E.act_fwd_into.serial,  # type: ignore
-              E.act_bwd_into.parallel, E.act_bwd_into.serial):  # type: ignore[attr-defined]
+    loops = [f for k in E.ACTS for run in (k.fwd_into, k.bwd_into) for f in (run.parallel, run.serial)]  # type: ignore
+    for f in (E.act_v, E.act_d, E.act_v_e, E.act_d_e, *loops):
         assert digest in f.py_func.__qualname__, f.py_func.__qualname__
+    names = [f.py_func.__qualname__ for f in loops]
+    assert len(set(names)) == len(names) == 4 * len(E.ACTS), names
 
+
+
+_SILU_ONLY = ("import numpy as np; import bendtorch.impl.kernels.warm; "
+              "from bendtorch.impl.kernels import elementwise as E; "
+              "x = np.linspace(-5, 5, 64, dtype=np.float32); E.act_bwd('SiLU', x, x); E.act_fwd('SiLU', x)")
+
+
+def test_a_command_compiles_its_activations_kernels_only_and_loads_them_next_time(tmp_path: Path) -> None:
+    # SiLU's loops on an empty numba cache compile SiLU's kernels and none of another activation's (a loop taking
+    # the code at run time compiled them all: 2.9 s of a cold start); a second process loads every one of them
+    from bendtorch.impl.kernels import warm
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), **{warm.SWITCH: "0"})
+    compiled = []
+    for k in range(2):
+        events = tmp_path / f"events{k}.json"
+        subprocess.run([sys.executable, "-c", _SILU_ONLY], env=dict(env, **{warm.RECORD: str(events)}), check=True)
+        compiled.append([qualname for _, qualname, _ in json.loads(events.read_text())["every"]])
+    others = [getattr(k.v, "py_func").__name__.rsplit("_", 1)[0] for k in E.ACTS if k.name != "SiLU"]
+    assert any(q.startswith("silu_") for q in compiled[0]), compiled[0]
+    assert not [q for q in compiled[0] for stem in others if q.startswith(stem + "_")], compiled[0]
+    assert compiled[1] == []
 
 @pytest.mark.parametrize("bad", [len(E.ACTS), -1, 99, "Softplus", "relu"])
 def test_an_unknown_activation_raises(bad: int | str) -> None:

@@ -151,9 +151,9 @@ def test_serial_twins_give_the_parallel_kernels_bits() -> None:
     lab = rng.integers(0, d + 2, size=n).astype(np.int64)
     cs, sn = R.rope_table(n, 4, f32(10000.0))
     cases: list[tuple[Any, tuple[Any, ...]]] = []
-    for op in range(6):
-        cases.append((E.act_fwd_into, (op, x.reshape(-1), np.empty(n * d, np.float32))))
-        cases.append((E.act_bwd_into, (op, dy.reshape(-1), x.reshape(-1), np.empty(n * d, np.float32))))
+    for a in E.ACTS:
+        cases.append((a.fwd_into, (x.reshape(-1), np.empty(n * d, np.float32))))
+        cases.append((a.bwd_into, (dy.reshape(-1), x.reshape(-1), np.empty(n * d, np.float32))))
     cases += [
         (RW.softmax_fwd_into, (x, np.empty_like(x))),
         (RW.softmax_bwd_into, (pos, dy, np.empty_like(x))),

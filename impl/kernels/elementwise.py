@@ -18,11 +18,13 @@ product (3.0 * 0.044715 : F32) (line 1098) is rounded once to float32, as the se
 The loops (`act_fwd`, `act_bwd`) are flat over the n*c numbers, in index order; each output depends on its own
 input only, so they run under prange. The activation is chosen by a code or a name of the table `ACTS`, impl's half
 of the activations' records (bendtorch.records.ops.ACTIVATIONS: name, code, saved value, the stem of the kernels
-here); any other raises. numba's dispatch over the codes (`act_v`, `act_d`, and `act_v_e`, `act_d_e` for the
-activations computed from exp(-x)) is a chain of links generated from the records, one per code, so a new
-activation is its kernels and twins here, its formulas in the oracle and its record, and no branch to write. The
-plain twins (`act_fwd_plain`, `act_bwd_plain`) compute the same expressions with numpy float32 array operations (one
-rounding each) and the same functions through `impl.kernels.libm`.
+here); any other raises. Each activation has its own copy of the loops, made from the records (`_loop`: a loop with
+the activation's kernel bound in), so a command compiles only the kernels of the activations it runs. numba's
+dispatch over the codes (`act_v`, `act_d`, and `act_v_e`, `act_d_e` for the activations computed from exp(-x)) is a
+chain of links generated from the records, one per code. So a new activation is its kernels and twins here, its
+formulas in the oracle and its record, and no branch or loop to write. The plain twins (`act_fwd_plain`,
+`act_bwd_plain`) compute the same expressions with numpy float32 array operations (one rounding each) and the same
+functions through `impl.kernels.libm`.
 
 Every kernel is compiled with error_model="numpy": a float division by zero gives the IEEE infinity or NaN, as the
 seed's F32 division does, instead of numba's default ZeroDivisionError (same bits otherwise).
@@ -31,6 +33,7 @@ seed's F32 division does, instead of numba's default ZeroDivisionError (same bit
 from __future__ import annotations
 
 import hashlib
+import types
 from dataclasses import dataclass
 from typing import Any, Callable, cast
 
@@ -88,7 +91,7 @@ def sigmoid_v(x: np.float32) -> np.float32:
 
 @numba.njit(cache=True, error_model="numpy")
 def sigmoid_v_e(x: np.float32, e: np.float32) -> np.float32:
-    """sigmoid given x and e = exp(-x): 1 / (1 + e) (act_fwd_into's block form)."""
+    """sigmoid given x and e = exp(-x): 1 / (1 + e) (_map_exp_neg's block form)."""
     return _sigmoid_e(e)
 
 
@@ -137,13 +140,13 @@ def silu_d(dy: np.float32, x: np.float32) -> np.float32:
 
 @numba.njit(cache=True, error_model="numpy")
 def silu_v_e(x: np.float32, e: np.float32) -> np.float32:
-    """SiLU given x and e = exp(-x): x / (1 + e) (act_fwd_into's block form)."""
+    """SiLU given x and e = exp(-x): x / (1 + e) (_map_exp_neg's block form)."""
     return _silu_e(x, e)
 
 
 @numba.njit(cache=True, error_model="numpy")
 def silu_d_e(dy: np.float32, x: np.float32, e: np.float32) -> np.float32:
-    """SiLU's gradient given e = exp(-x) (act_bwd_into's block form)."""
+    """SiLU's gradient given e = exp(-x) (_zip_exp_neg's block form)."""
     return _silu_d_e(dy, x, e)
 
 
@@ -237,8 +240,14 @@ def act_d_e(op: int, dy: np.float32, x: np.float32, e: np.float32) -> np.float32
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# the loops (Ew.map / Ew.zip, lines 166-196): flat, index order, independent outputs
+# the loops (Ew.map / Ew.zip, lines 166-196): flat, index order, independent outputs; one copy per activation
 # ---------------------------------------------------------------------------------------------------------------
+
+# Each loop below is a template: `_loop` (at the end of this module) compiles a copy of it for each activation, with
+# the global name _F bound to that activation's kernel. A loop taking the activation's code at run time compiles every
+# activation's kernels at its first call (2.9 s of a cold start's compiling, where SiLU's own loops take about 0.5);
+# a copy per activation compiles only the kernels of the activations a command uses.
+_F: Any = None  # in each activation's copy of a loop: its kernel (f, d, or their forms from exp(-x))
 
 _BLOCK = 4096  # numbers per block of the exp(-x) form: one libm.exp_array call each, blocks under prange
 
@@ -254,39 +263,46 @@ def _exp_neg_block(x: F, out: F, b: int) -> tuple[int, int]:
     return lo, hi
 
 
-@sized
-@numba.njit(cache=True, parallel=True, error_model="numpy")
-@_by_table
-def act_fwd_into(op: int, x: F, y: F) -> None:
-    """y[t] = f(x[t]) over flat arrays (Ew.map, line 182). An activation of x and exp(-x) (Sigmoid, SiLU) takes
-    exp(-x) of a block at once (libm.exp_array: exp32's bits, vectorised) into y, then f from it: the same
-    operations on each number as f(x[t])."""
+def _map(x: F, y: F) -> None:
+    """y[t] = f(x[t]) over flat arrays (Ew.map, line 182)."""
+    for t in numba.prange(x.size):
+        y[t] = _F(x[t])
+
+
+def _map_exp_neg(x: F, y: F) -> None:
+    """y[t] = f(x[t]) for an activation of x and exp(-x) (Sigmoid, SiLU): exp(-x) of a block at once (libm.exp_array:
+    exp32's bits, vectorised) into y, then f from x and it: the same operations on each number as f(x[t])."""
     n = x.size
-    if 0 <= op < EXP_NEG_FWD.size and EXP_NEG_FWD[op]:
-        for b in numba.prange((n + _BLOCK - 1) // _BLOCK):
-            lo, hi = _exp_neg_block(x, y, b)
-            for t in range(lo, hi):
-                y[t] = act_v_e(op, x[t], y[t])
-    else:
-        for t in numba.prange(n):
-            y[t] = act_v(op, x[t])
+    for b in numba.prange((n + _BLOCK - 1) // _BLOCK):
+        lo, hi = _exp_neg_block(x, y, b)
+        for t in range(lo, hi):
+            y[t] = _F(x[t], y[t])
 
 
-@sized
-@numba.njit(cache=True, parallel=True, error_model="numpy")
-@_by_table
-def act_bwd_into(op: int, dy: F, v: F, dx: F) -> None:
-    """dx[t] = d(dy[t], v[t]) over flat arrays (Ew.zip, line 193); SiLU's, a function of x and exp(-x), takes
-    exp(-x) a block at a time into dx first, as act_fwd_into does."""
+def _zip(dy: F, v: F, dx: F) -> None:
+    """dx[t] = d(dy[t], v[t]) over flat arrays (Ew.zip, line 193)."""
+    for t in numba.prange(dy.size):
+        dx[t] = _F(dy[t], v[t])
+
+
+def _zip_exp_neg(dy: F, v: F, dx: F) -> None:
+    """dx[t] = d(dy[t], v[t]) for a gradient of x and exp(-x) (SiLU's): exp(-x) a block at a time into dx first,
+    as _map_exp_neg does."""
     n = dy.size
-    if 0 <= op < EXP_NEG_BWD.size and EXP_NEG_BWD[op]:
-        for b in numba.prange((n + _BLOCK - 1) // _BLOCK):
-            lo, hi = _exp_neg_block(v, dx, b)
-            for t in range(lo, hi):
-                dx[t] = act_d_e(op, dy[t], v[t], dx[t])
-    else:
-        for t in numba.prange(n):
-            dx[t] = act_d(op, dy[t], v[t])
+    for b in numba.prange((n + _BLOCK - 1) // _BLOCK):
+        lo, hi = _exp_neg_block(v, dx, b)
+        for t in range(lo, hi):
+            dx[t] = _F(dy[t], v[t], dx[t])
+
+
+def act_fwd_into(op: int | str, x: F, y: F) -> None:
+    """y = f(x) over flat float32 arrays, by the activation's own loop (ActKernel.fwd_into)."""
+    act_kernel(op).fwd_into(x, y)
+
+
+def act_bwd_into(op: int | str, dy: F, v: F, dx: F) -> None:
+    """dx = d(dy, v) over flat float32 arrays, by the activation's own loop (ActKernel.bwd_into)."""
+    act_kernel(op).bwd_into(dy, v, dx)
 
 
 def act_fwd(op: int | str, x: F) -> F:
@@ -294,7 +310,7 @@ def act_fwd(op: int | str, x: F) -> F:
     k = act_kernel(op)
     xc = np.ascontiguousarray(x, dtype=F32)
     y = np.empty_like(xc)
-    act_fwd_into(k.code, xc.reshape(-1), y.reshape(-1))
+    k.fwd_into(xc.reshape(-1), y.reshape(-1))
     return y
 
 
@@ -306,7 +322,7 @@ def act_bwd(op: int | str, dy: F, v: F) -> F:
     if dyc.shape != vc.shape:
         raise ValueError(f"{k.name}: dy {dyc.shape} and the saved value {vc.shape} differ in shape")
     dx = np.empty_like(dyc)
-    act_bwd_into(k.code, dyc.reshape(-1), vc.reshape(-1), dx.reshape(-1))
+    k.bwd_into(dyc.reshape(-1), vc.reshape(-1), dx.reshape(-1))
     return dx
 
 
@@ -416,7 +432,9 @@ class ActKernel:
     plain_v: Callable[[F], F]
     plain_d: Callable[[F, F], F]
     seed_lines: str
-    exp_neg: tuple[bool, bool] = (False, False)  # f, d a function of x and exp(-x) (act_v_e, act_d_e)?
+    exp_neg: tuple[bool, bool]  # f, d a function of x and exp(-x) (act_v_e, act_d_e)?
+    fwd_into: Callable[[F, F], None]      # its loops over flat arrays: _map or _map_exp_neg with its f
+    bwd_into: Callable[[F, F, F], None]   # _zip or _zip_exp_neg with its d
 
 
 def _act(r: OpRecord) -> Act:
@@ -424,12 +442,30 @@ def _act(r: OpRecord) -> Act:
     return r.act
 
 
+def _loop(template: Callable[..., None], stem: str, kernel: Any) -> Any:
+    """The loop `template` compiled for one activation: a copy of its function whose global _F is `kernel`, under the
+    name `{template}_{stem}`, parallel with its serial twin (impl.kernels.serial.sized). numba's cache knows a
+    function by its file, name and bytecode, not by the globals it reads, so each copy has a name of its own, and its
+    qualified name carries the records' table digest (as _by_table) so that code compiled for another table is never
+    loaded."""
+    f = types.FunctionType(template.__code__, {**globals(), "_F": kernel}, f"{template.__name__}_{stem}")
+    f.__qualname__ = f"{template.__qualname__}_{stem}_{_TABLE}"
+    f.__doc__ = template.__doc__
+    return sized(numba.njit(cache=True, parallel=True, error_model="numpy")(f))
+
+
 def _kernels(r: OpRecord) -> ActKernel:
-    """impl's half of an activation's record: its kernels and twins, found in this module by the record's stem."""
+    """impl's half of an activation's record: its kernels and twins, found in this module by the record's stem, and
+    its loops, made here and kept as module globals too (`act_fwd_into_{stem}`, `act_bwd_into_{stem}`: the names
+    impl.kernels.warm's plans give them)."""
     a = _act(r)
     g = globals()
-    return ActKernel(r.name, a.code, a.saves_output, g[f"{a.kernel}_v"], g[f"{a.kernel}_d"], g[f"{a.kernel}_v_plain"],
-                     g[f"{a.kernel}_d_plain"], a.seed_lines, a.exp_neg)
+    v, d = g[f"{a.kernel}_v"], g[f"{a.kernel}_d"]
+    fwd = _loop(_map_exp_neg, a.kernel, g[f"{a.kernel}_v_e"]) if a.exp_neg[0] else _loop(_map, a.kernel, v)
+    bwd = _loop(_zip_exp_neg, a.kernel, g[f"{a.kernel}_d_e"]) if a.exp_neg[1] else _loop(_zip, a.kernel, d)
+    g[f"act_fwd_into_{a.kernel}"], g[f"act_bwd_into_{a.kernel}"] = fwd, bwd
+    return ActKernel(r.name, a.code, a.saves_output, v, d, g[f"{a.kernel}_v_plain"], g[f"{a.kernel}_d_plain"],
+                     a.seed_lines, a.exp_neg, fwd, bwd)
 
 
 ACTS: tuple[ActKernel, ...] = tuple(_kernels(r) for r in ACTIVATIONS)

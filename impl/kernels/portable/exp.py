@@ -122,16 +122,16 @@ def _exp_lanes(x: np.float32) -> Any:
 def exp_array(src: Any, dst: Any) -> None:
     """dst[i] = exp32(src[i]) for every i, the same bits (dst may be src; no other overlap). The first loop is
     _exp_lanes over the row, which LLVM vectorises; the second gives the numbers below -87 (left negative)
-    exp32's answer. In place (the row kernels' usual call) the loop reads and writes one array: as two arrays
-    that might overlap, LLVM would check at run time, find them equal and run the loop scalar (11.5 ns a number
-    against 3)."""
+    exp32's answer. The first loop always runs in place, on dst (src copied there first when it is another
+    array): as two arrays that might overlap, LLVM would check at run time, find them equal and run the loop
+    scalar (11.5 ns a number against 3); and one vectorised loop, not one per case, halves this function's
+    compile time at a cold start."""
     n = src.size
-    if src.ctypes.data == dst.ctypes.data:
+    if src.ctypes.data != dst.ctypes.data:
         for i in range(n):
-            dst[i] = _exp_lanes(dst[i])
-    else:
-        for i in range(n):
-            dst[i] = _exp_lanes(src[i])
+            dst[i] = src[i]
+    for i in range(n):
+        dst[i] = _exp_lanes(dst[i])
     for i in range(n):
         if dst[i] < ZERO:
             dst[i] = exp32(dst[i])
