@@ -122,7 +122,6 @@ def test_the_dispatch_is_cached_under_the_table_it_was_compiled_for() -> None:
     assert len(set(names)) == len(names) == 4 * len(E.ACTS), names
 
 
-
 _SILU_ONLY = ("import numpy as np; import bendtorch.impl.kernels.warm; "
               "from bendtorch.impl.kernels import elementwise as E; "
               "x = np.linspace(-5, 5, 64, dtype=np.float32); E.act_bwd('SiLU', x, x); E.act_fwd('SiLU', x)")
@@ -142,6 +141,7 @@ def test_a_command_compiles_its_activations_kernels_only_and_loads_them_next_tim
     assert any(q.startswith("silu_") for q in compiled[0]), compiled[0]
     assert not [q for q in compiled[0] for stem in others if q.startswith(stem + "_")], compiled[0]
     assert compiled[1] == []
+
 
 @pytest.mark.parametrize("bad", [len(E.ACTS), -1, 99, "Softplus", "relu"])
 def test_an_unknown_activation_raises(bad: int | str) -> None:

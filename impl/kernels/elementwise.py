@@ -33,7 +33,6 @@ seed's F32 division does, instead of numba's default ZeroDivisionError (same bit
 from __future__ import annotations
 
 import hashlib
-import types
 from dataclasses import dataclass
 from typing import Any, Callable, cast
 
@@ -41,7 +40,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from bendtorch.impl.kernels.serial import sized
+from bendtorch.impl.kernels.serial import renamed_copy, sized
 
 from bendtorch.impl.kernels import libm
 from bendtorch.impl.kernels.erf import erf32, erf_plain
@@ -295,16 +294,6 @@ def _zip_exp_neg(dy: F, v: F, dx: F) -> None:
             dx[t] = _F(dy[t], v[t], dx[t])
 
 
-def act_fwd_into(op: int | str, x: F, y: F) -> None:
-    """y = f(x) over flat float32 arrays, by the activation's own loop (ActKernel.fwd_into)."""
-    act_kernel(op).fwd_into(x, y)
-
-
-def act_bwd_into(op: int | str, dy: F, v: F, dx: F) -> None:
-    """dx = d(dy, v) over flat float32 arrays, by the activation's own loop (ActKernel.bwd_into)."""
-    act_kernel(op).bwd_into(dy, v, dx)
-
-
 def act_fwd(op: int | str, x: F) -> F:
     """The activation op (a code or a name of ACTS) over a float32 array of any shape; a new array."""
     k = act_kernel(op)
@@ -443,14 +432,10 @@ def _act(r: OpRecord) -> Act:
 
 
 def _loop(template: Callable[..., None], stem: str, kernel: Any) -> Any:
-    """The loop `template` compiled for one activation: a copy of its function whose global _F is `kernel`, under the
-    name `{template}_{stem}`, parallel with its serial twin (impl.kernels.serial.sized). numba's cache knows a
-    function by its file, name and bytecode, not by the globals it reads, so each copy has a name of its own, and its
-    qualified name carries the records' table digest (as _by_table) so that code compiled for another table is never
-    loaded."""
-    f = types.FunctionType(template.__code__, {**globals(), "_F": kernel}, f"{template.__name__}_{stem}")
-    f.__qualname__ = f"{template.__qualname__}_{stem}_{_TABLE}"
-    f.__doc__ = template.__doc__
+    """The loop `template` compiled for one activation: a copy of it whose global _F is `kernel`, named for the
+    activation (a name of its own in numba's cache) and the records' table (_by_table), parallel with its serial
+    twin (impl.kernels.serial.sized)."""
+    f = _by_table(renamed_copy(template, f"_{stem}", _F=kernel))
     return sized(numba.njit(cache=True, parallel=True, error_model="numpy")(f))
 
 

@@ -22,15 +22,22 @@ import numpy as np
 SERIAL_BELOW = 1 << 16
 
 
-def serial_twin(kernel: Any) -> Any:
-    """The kernel's Python function compiled with its options but parallel=False (prange runs as range)."""
-    f = kernel.py_func
-    g = types.FunctionType(f.__code__, f.__globals__, f.__name__ + "_serial", f.__defaults__, f.__closure__)
-    g.__qualname__ = f.__qualname__ + "_serial"
+def renamed_copy(f: Any, suffix: str, **bound: Any) -> Any:
+    """A copy of the Python function f named with `suffix` added (name and qualified name), its global names
+    `bound` set to other values in the copy alone. numba's cache knows a function by its file, qualified name and
+    bytecode, not by the globals it reads, so a copy compiled apart needs a name of its own."""
+    g = types.FunctionType(f.__code__, {**f.__globals__, **bound} if bound else f.__globals__, f.__name__ + suffix,
+                           f.__defaults__, f.__closure__)
+    g.__qualname__ = f.__qualname__ + suffix
     g.__doc__ = f.__doc__
     g.__module__ = f.__module__
+    return g
+
+
+def serial_twin(kernel: Any) -> Any:
+    """The kernel's Python function compiled with its options but parallel=False (prange runs as range)."""
     opts = {k: v for k, v in kernel.targetoptions.items() if k not in ("parallel", "nopython")}
-    return numba.njit(cache=True, **opts)(g)
+    return numba.njit(cache=True, **opts)(renamed_copy(kernel.py_func, "_serial"))
 
 
 def sized(kernel: Any, below: int = SERIAL_BELOW) -> Callable[..., Any]:
