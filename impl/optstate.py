@@ -12,7 +12,7 @@ from typing import Any, Callable, Generic, TypeVar, Union
 import numpy as np
 import numpy.typing as npt
 
-from bendtorch.impl.specs import ArrSkel, param_diff
+from bendtorch.impl.specs import ArrSkel, Check, param_diff
 
 P = TypeVar("P")
 A = TypeVar("A")
@@ -177,6 +177,16 @@ def state_diff(st: object, skel: object, depth: int = -1) -> str | None:
     if isinstance(st, Packed):
         return _packed_diff(st.t, skel, "state", depth)
     return None  # no buffers any step reads (Dropout's step ignores its state; opt_mat leaves it untouched)
+
+
+def state_fits(st: object, p_ok: Check) -> bool:
+    """True only if `state_diff(st, skel, depth)` finds nothing wrong, for p_ok = param_check(skel, depth): the fast
+    form a step runs first. A packed state answers False, so that state_diff walks its tree against the skeleton."""
+    if isinstance(st, TwoMom):
+        return p_ok(st.m) and p_ok(st.v)
+    if isinstance(st, OneMom):
+        return p_ok(st.m)
+    return not isinstance(st, Packed)
 
 
 # ---- the optimizer with the scalars of the current step (main.bend lines 102-108) ----

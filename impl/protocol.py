@@ -36,9 +36,10 @@ from typing import Any, Callable, Generic, TypeVar
 import numpy as np
 
 from bendtorch.impl.optstate import (Adam, ConfigError, Momentum, NoMom, OneMom, Opt, OptState, Packed, PLeaf, PLeafV,
-                                     PNew, PNode, PTree, SGD, TwoMom, state_diff, state_join, state_map, state_split)
-from bendtorch.impl.specs import (ArrSkel, Flat, Ids, IdsSpec, Mat, MatSpec, PairSpec, ShapeError, Spec, check_value,
-                                  param_diff, skeleton, structure_diff)
+                                     PNew, PNode, PTree, SGD, TwoMom, state_diff, state_fits, state_join, state_map,
+                                     state_split)
+from bendtorch.impl.specs import (ArrSkel, Check, Flat, Ids, IdsSpec, Mat, MatSpec, PairSpec, ShapeError, Spec,
+                                  check_value, param_check, param_diff, skeleton, structure_diff, value_check)
 
 P = TypeVar("P")
 X = TypeVar("X")
@@ -147,41 +148,56 @@ class Layer(Generic[P, X, Y, S]):
         if e is not None:
             raise ShapeError(f"{self.label}.{call}: {e}")
 
+    # The checks' fast forms (impl/specs.py, value_check and param_check), built once: a call runs them, and the
+    # checks that name what is wrong only when one fails.
+    @cached_property
+    def _p_ok(self) -> Check:
+        return param_check(self.p_skel, self._depth())
+
+    @cached_property
+    def _x_ok(self) -> Check:
+        return value_check(self.x_spec, self.dtype)
+
+    @cached_property
+    def _y_ok(self) -> Check:
+        return value_check(self.y_spec, self.dtype)
+
+    @cached_property
+    def _dx_ok(self) -> Check:
+        return value_check(self.x_spec, self.dtype, grad=True)
+
+    def _refuse(self, call: str, what: str, e: str | None) -> None:
+        if e is not None:
+            raise ShapeError(f"{self.label}.{call}: {what}{e}")
+
     def fwd(self, p: P, x: X) -> Fwd[P, Y, S]:
-        self.check_params("fwd", "p", p)
-        e = check_value(x, self.x_spec, self.dtype)
-        if e is not None:
-            raise ShapeError(f"{self.label}.fwd: input x: {e}")
+        if not (self._p_ok(p) and self._x_ok(x)):
+            self.check_params("fwd", "p", p)
+            self._refuse("fwd", "input x: ", check_value(x, self.x_spec, self.dtype))
         r = self.f_fwd(p, x)
-        e = check_value(r.y, self.y_spec, self.dtype)
-        if e is not None:
-            raise ShapeError(f"{self.label}.fwd: output y: {e}")
+        if not self._y_ok(r.y):
+            self._refuse("fwd", "output y: ", check_value(r.y, self.y_spec, self.dtype))
         return r
 
     def bwd(self, p: P, s: S, dy: Y, g: P) -> Bwd[P, X]:
         depth = self._depth()
-        e = check_value(dy, self.y_spec, self.dtype)
-        if e is not None:
-            raise ShapeError(f"{self.label}.bwd: dy: {e}")
-        self.check_params("bwd", "p", p)
-        e = param_diff(g, self.p_skel, "g", depth)
-        if e is not None:
-            raise ShapeError(f"{self.label}.bwd: the gradient g has not the parameters' structure: {e}")
+        if not (self._y_ok(dy) and self._p_ok(p) and self._p_ok(g)):
+            self._refuse("bwd", "dy: ", check_value(dy, self.y_spec, self.dtype))
+            self.check_params("bwd", "p", p)
+            self._refuse("bwd", "the gradient g has not the parameters' structure: ",
+                         param_diff(g, self.p_skel, "g", depth))
         r = self.f_bwd(p, s, dy, g)
-        e = check_value(r.dx, self.x_spec, self.dtype, grad=True)
-        if e is not None:
-            raise ShapeError(f"{self.label}.bwd: dx must have x's structure and shape: {e}")
-        e = structure_diff(r.g, p, depth=depth)
-        if e is not None:
-            raise ShapeError(f"{self.label}.bwd: g must have p's structure: {e}")
+        if not self._dx_ok(r.dx):
+            self._refuse("bwd", "dx must have x's structure and shape: ",
+                         check_value(r.dx, self.x_spec, self.dtype, grad=True))
+        self._refuse("bwd", "g must have p's structure: ", structure_diff(r.g, p, depth=depth))
         return r
 
     def step(self, op: Opt, p: P, g: P, st: "OptState[P]") -> Step[P]:
-        self.check_params("step", "p", p)
-        self.check_params("step", "g", g)
-        e = state_diff(st, self.p_skel, self._depth())
-        if e is not None:
-            raise ShapeError(f"{self.label}.step: optimizer state: {e}")
+        if not (self._p_ok(p) and self._p_ok(g) and state_fits(st, self._p_ok)):
+            self.check_params("step", "p", p)
+            self.check_params("step", "g", g)
+            self._refuse("step", "optimizer state: ", state_diff(st, self.p_skel, self._depth()))
         return self.f_step(op, p, g, st)
 
     def zeros(self) -> P:
