@@ -149,15 +149,15 @@ def _wsum(wm: F, src: F, c0: int, hd: int, res: F) -> None:
     """res[i, d] = sum over jj = 0..t-1, left to right from +0.0, of wm[i, jj] * src[jj, c0 + d] (t = wm's size),
     each product rounded before its addition (pmul / pacc's sums, lines 2311, 2484-2495). Computed by the matrix
     product's register-blocked running sum (matmul._block4: four rows of wm share each load of src's row; the
-    product src * wm is the same float32 number as wm * src), one block over all t positions. res has t + 3 rows (the last three are scratch for a
-    last group of fewer than four rows)."""
+    product src * wm is the same float32 number as wm * src), one block over all t positions. res has t + 3 rows
+    (the last three are scratch for a last group of fewer than four rows)."""
     t = wm.shape[0]
     # not-transposed and k from 0 as run-time values: literal False and 0 would have numba compile a second
     # specialisation of _block4 beside the matrix product's (about 0.9 s more of a cold start)
     at, k0 = t < 0, t - t
     for i in range(0, t, 4):
         nr = min(4, t - i)
-        _block4(wm, at, i, nr, src, k0, t, c0, hd, res[i], res[i + 1], res[i + 2], res[i + 3])
+        _block4(wm, at, i, nr, src, k0, t, c0, hd, res, i)
 
 
 @numba.njit(cache=True)

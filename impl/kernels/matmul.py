@@ -104,25 +104,30 @@ def _el(a: F, at: bool, i: int, k: int) -> np.float32:
 
 
 @numba.njit(cache=True)
-def _block4(a: F, at: bool, i: int, nr: int, b: F, k0: int, k1: int, j0: int, jn: int, s0: F, s1: F, s2: F,
-            s3: F) -> None:
-    """For the nr (1..4) rows i, i+1, ...: s_r[j] = the running sum, left to right from +0.0, of
-    A[i + r, k] * B[k, j0 + j] over k0 <= k < k1, for j < jn (rows r >= nr repeat row i and are discarded;
-    A = a, or aᵀ when at: see _el). Eight k per pass over the s_r (then one at a time for the rest of the span),
-    each loaded B[k, j] used by the four rows (register blocking) and each s_r[j] loaded and stored once per pass;
-    within a pass each s_r[j] still adds its terms one after the other, each product rounded before its addition.
-    Eight rather than four: the passes' loads and stores of the s_r are halved (the LM head's forward 117 -> 149
-    GF/s on an AMD EPYC, family 26, model 2, 2 cores); sixteen spill the 64 A values and run slower (93). No pass
-    of four for the rest: every span here is a multiple of eight but a ragged last block (K mod 16), and each
-    vectorised loop costs compile time at a cold start (1.14 -> 0.84 s for this function with it dropped)."""
+def _block4(a: F, at: bool, i: int, nr: int, b: F, k0: int, k1: int, j0: int, jn: int, s: F, r0: int) -> None:
+    """For the nr (1..4) rows i, i+1, ...: s[r0 + r, j] = the running sum, left to right from +0.0, of
+    A[i + r, k] * B[k, j0 + j] over k0 <= k < k1, for j < jn (rows r >= nr repeat row i and are discarded, so s
+    has rows r0..r0+3; A = a, or aᵀ when at: see _el). Eight k per pass over the four rows of s (then one at a time
+    for the rest of the span), each loaded B[k, j] used by the four rows (register blocking) and each s[r, j] loaded
+    and stored once per pass; within a pass each s[r, j] still adds its terms one after the other, each product
+    rounded before its addition. Eight rather than four: the passes' loads and stores of s are halved (the LM head's
+    forward 117 -> 149 GF/s on an AMD EPYC, family 26, model 2, 2 cores); sixteen spill the 64 A values and run
+    slower (93). No pass of four for the rest: every span here is a multiple of eight but a ragged last block (K mod
+    16), and each vectorised loop costs compile time at a cold start.
+    B and s are indexed directly, not through a slice per row of B or of s, and B's column is an unsigned index: a
+    signed one (j0 + j) has numba test it for a negative (Python's wraparound), which kept the loop over j from being
+    vectorised (the product 3x slower). A pass costs about 35 ns whatever its width (the 32 reads of A and their
+    broadcasts, the vector loop's set-up) and 3.7 ns more per 16 columns (AMD EPYC, family 26, model 2)."""
     i1 = i + 1 if nr > 1 else i
     i2 = i + 2 if nr > 2 else i
     i3 = i + 3 if nr > 3 else i
+    r1, r2, r3 = r0 + 1, r0 + 2, r0 + 3
+    u0 = np.uint64(j0)
     for j in range(jn):
-        s0[j] = _ZERO
-        s1[j] = _ZERO
-        s2[j] = _ZERO
-        s3[j] = _ZERO
+        s[r0, j] = _ZERO
+        s[r1, j] = _ZERO
+        s[r2, j] = _ZERO
+        s[r3, j] = _ZERO
     kk = k0
     while kk + 8 <= k1:
         k4 = kk + 4
@@ -134,83 +139,76 @@ def _block4(a: F, at: bool, i: int, nr: int, b: F, k0: int, k1: int, j0: int, jn
         y20, y21, y22, y23 = _el(a, at, i2, k4), _el(a, at, i2, k4 + 1), _el(a, at, i2, k4 + 2), _el(a, at, i2, k4 + 3)
         x30, x31, x32, x33 = _el(a, at, i3, kk), _el(a, at, i3, kk + 1), _el(a, at, i3, kk + 2), _el(a, at, i3, kk + 3)
         y30, y31, y32, y33 = _el(a, at, i3, k4), _el(a, at, i3, k4 + 1), _el(a, at, i3, k4 + 2), _el(a, at, i3, k4 + 3)
-        b0, b1, b2, b3 = b[kk, j0:j0 + jn], b[kk + 1, j0:j0 + jn], b[kk + 2, j0:j0 + jn], b[kk + 3, j0:j0 + jn]
-        b4, b5, b6, b7 = b[k4, j0:j0 + jn], b[k4 + 1, j0:j0 + jn], b[k4 + 2, j0:j0 + jn], b[k4 + 3, j0:j0 + jn]
         for j in range(jn):
-            c0, c1, c2, c3, c4, c5, c6, c7 = b0[j], b1[j], b2[j], b3[j], b4[j], b5[j], b6[j], b7[j]
-            t = (((s0[j] + x00 * c0) + x01 * c1) + x02 * c2) + x03 * c3
-            s0[j] = (((t + y00 * c4) + y01 * c5) + y02 * c6) + y03 * c7
-            t = (((s1[j] + x10 * c0) + x11 * c1) + x12 * c2) + x13 * c3
-            s1[j] = (((t + y10 * c4) + y11 * c5) + y12 * c6) + y13 * c7
-            t = (((s2[j] + x20 * c0) + x21 * c1) + x22 * c2) + x23 * c3
-            s2[j] = (((t + y20 * c4) + y21 * c5) + y22 * c6) + y23 * c7
-            t = (((s3[j] + x30 * c0) + x31 * c1) + x32 * c2) + x33 * c3
-            s3[j] = (((t + y30 * c4) + y31 * c5) + y32 * c6) + y33 * c7
+            jb = u0 + np.uint64(j)
+            c0, c1, c2, c3 = b[kk, jb], b[kk + 1, jb], b[kk + 2, jb], b[kk + 3, jb]
+            c4, c5, c6, c7 = b[k4, jb], b[k4 + 1, jb], b[k4 + 2, jb], b[k4 + 3, jb]
+            t = (((s[r0, j] + x00 * c0) + x01 * c1) + x02 * c2) + x03 * c3
+            s[r0, j] = (((t + y00 * c4) + y01 * c5) + y02 * c6) + y03 * c7
+            t = (((s[r1, j] + x10 * c0) + x11 * c1) + x12 * c2) + x13 * c3
+            s[r1, j] = (((t + y10 * c4) + y11 * c5) + y12 * c6) + y13 * c7
+            t = (((s[r2, j] + x20 * c0) + x21 * c1) + x22 * c2) + x23 * c3
+            s[r2, j] = (((t + y20 * c4) + y21 * c5) + y22 * c6) + y23 * c7
+            t = (((s[r3, j] + x30 * c0) + x31 * c1) + x32 * c2) + x33 * c3
+            s[r3, j] = (((t + y30 * c4) + y31 * c5) + y32 * c6) + y33 * c7
         kk += 8
     while kk < k1:
         x00 = _el(a, at, i, kk)
         x10 = _el(a, at, i1, kk)
         x20 = _el(a, at, i2, kk)
         x30 = _el(a, at, i3, kk)
-        b0 = b[kk, j0:j0 + jn]
         for j in range(jn):
-            c0 = b0[j]
-            s0[j] = s0[j] + x00 * c0
-            s1[j] = s1[j] + x10 * c0
-            s2[j] = s2[j] + x20 * c0
-            s3[j] = s3[j] + x30 * c0
+            c0 = b[kk, u0 + np.uint64(j)]
+            s[r0, j] = s[r0, j] + x00 * c0
+            s[r1, j] = s[r1, j] + x10 * c0
+            s[r2, j] = s[r2, j] + x20 * c0
+            s[r3, j] = s[r3, j] + x30 * c0
         kk += 1
 
 
 @numba.njit(inline="always")
-def _merge(s: F, stack: F, blk: int, jn: int) -> None:
-    """Block blk's partial s merged with the complete subtrees on its left (tree_sum's pairs: while blk's low bits
-    are 1, s = stack[lev] + s), then pushed at its level. Inlined into the task, as _fold is (numba's
-    inline="always"): a call that passes arrays costs two atomic reference-count updates per array, which took most
-    of a small product's time (64 x 32 by 32 x 32, the tiny model's: 13.0 -> 7.4 us on an AMD EPYC, family 26,
-    model 2; the bits are the same)."""
-    t = blk
-    lev = 0
-    while t & 1:
-        sl = stack[lev]
+def _merge(st: F, lev: int, row: int, jn: int) -> None:
+    """A block's partial, computed in place at its row's stack level lev (the number of trailing 1 bits of the
+    block's index: the level it lands at), merged with the complete subtrees on its left (tree_sum's pairs): for
+    l = 0, 1, ..., lev - 1 in turn, st[lev, row] = st[l, row] + st[lev, row]. Level lev is free when the block
+    arrives (the levels in use are the set bits of the block's index), so the partial needs no buffer of its own and
+    no copy. Inlined into the task, as _fold is (numba's inline="always"): a call that passes arrays costs two atomic
+    reference-count updates per array, which took most of a small product's time (64 x 32 by 32 x 32, the tiny
+    model's: 13.0 -> 7.4 us on an AMD EPYC, family 26, model 2; the bits are the same)."""
+    for lo in range(lev):
         for j in range(jn):
-            s[j] = sl[j] + s[j]
-        t >>= 1
-        lev += 1
-    sl = stack[lev]
-    for j in range(jn):
-        sl[j] = s[j]
+            st[lev, row, j] = st[lo, row, j] + st[lev, row, j]
 
 
 @numba.njit(inline="always")
-def _fold(s: F, stack: F, nb: int, nlev: int, jn: int) -> None:
-    """s = what is left on the stack folded, smallest level first (tree_sum's carried odd ones): the row's sums."""
+def _fold(out: F, q: int, st: F, row: int, nb: int, nlev: int, jn: int) -> None:
+    """out[q] = what is left on row's stack folded, smallest level first (tree_sum's carried odd ones): the row's
+    sums. The levels in use are the set bits of nb, the number of blocks."""
     if nb == 0:
         for j in range(jn):
-            s[j] = _ZERO
+            out[q, j] = _ZERO
     else:
         lo = 0
         while not (nb >> lo) & 1:
             lo += 1
-        sl = stack[lo]
         for j in range(jn):
-            s[j] = sl[j]
+            out[q, j] = st[lo, row, j]
         for lev in range(lo + 1, nlev):
             if (nb >> lev) & 1:
-                sl = stack[lev]
                 for j in range(jn):
-                    s[j] = sl[j] + s[j]
+                    out[q, j] = st[lev, row, j] + out[q, j]
 
 
 @numba.njit(cache=True)
 def _mm_task(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, task: int, nrb: int, nlev: int, mb: int,
              jtw: int) -> None:
     """One task of the product: the output rows [i0, i0 + mb) by columns [j0, j0 + jtw) (task = column tile *
-    nrb + row block); per K-block in order, the rows four at a time (_block4), each row's partial merged into its
-    stack; then each row's stack folded (_fold) and written into C (= or +=; A = a or aᵀ, C = c or cᵀ, as at and ct
-    say). C = cᵀ is written after the whole tile is folded, a run of the task's rows along each row of c: written
-    row by row, each number would land on a line (and a page) of its own (the LM head's forward, 49152 x 576 by
-    576 x 128 written into 128 x 49152: 71 -> 115 GF/s on an AMD EPYC, family 26, model 2)."""
+    nrb + row block); per K-block in order, the rows four at a time (_block4), each row's partial computed at its
+    level of the row's stack and merged there (_merge); then each row's stack folded (_fold) and written into C (= or
+    +=; A = a or aᵀ, C = c or cᵀ, as at and ct say). C = cᵀ is written after the whole tile is folded, a run of the
+    task's rows along each row of c: written row by row, each number would land on a line (and a page) of its own
+    (the LM head's forward, 49152 x 576 by 576 x 128 written into 128 x 49152: 71 -> 115 GF/s on an AMD EPYC, family
+    26, model 2)."""
     m, k = (a.shape[1], a.shape[0]) if at else (a.shape[0], a.shape[1])
     n = b.shape[1]
     nb = n_blocks(k, kb)
@@ -220,38 +218,43 @@ def _mm_task(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, task: int
     mr = min(mb, m - i0)
     j0 = jt * jtw
     jn = min(jtw, n - j0)
-    stacks = np.empty((mb, nlev, jtw), dtype=np.float32)
-    ss = np.empty((RB, jtw), dtype=np.float32)
-    s0, s1, s2, s3 = ss[0], ss[1], ss[2], ss[3]
+    # the rows' stacks, level by level (three rows more: _block4's scratch rows for a last group of fewer than four)
+    stacks = np.empty((nlev, mb + RB - 1, jtw), dtype=np.float32)
     for blk in range(nb):
         k0, k1 = block_span(blk, kb, k)
+        lev = 0
+        while (blk >> lev) & 1:
+            lev += 1
         for r in range(0, mr, RB):
-            nr = min(RB, mr - r)
-            _block4(a, at, i0 + r, nr, b, k0, k1, j0, jn, s0, s1, s2, s3)
-            for q in range(nr):
-                _merge(ss[q], stacks[r + q], blk, jn)
+            _block4(a, at, i0 + r, min(RB, mr - r), b, k0, k1, j0, jn, stacks[lev], r)
+        if lev > 0:
+            for r in range(mr):
+                _merge(stacks, lev, r, jn)
     if ct:
         tile = np.empty((mr, jtw), dtype=np.float32)
         for r in range(mr):
-            _fold(tile[r], stacks[r], nb, nlev, jn)
+            _fold(tile, r, stacks, r, nb, nlev, jn)
+        u0 = np.uint64(i0)
         for j in range(jn):
-            cj = c[j0 + j, i0:i0 + mr]
+            cj = j0 + j
             if acc:
                 for r in range(mr):
-                    cj[r] = cj[r] + tile[r, j]
+                    c[cj, u0 + np.uint64(r)] = c[cj, u0 + np.uint64(r)] + tile[r, j]
             else:
                 for r in range(mr):
-                    cj[r] = tile[r, j]
+                    c[cj, u0 + np.uint64(r)] = tile[r, j]
     else:
+        row = np.empty((1, jtw), dtype=np.float32)
+        u0 = np.uint64(j0)
         for r in range(mr):
-            _fold(s0, stacks[r], nb, nlev, jn)
-            cr = c[i0 + r, j0:j0 + jn]
+            _fold(row, 0, stacks, r, nb, nlev, jn)
+            ci = i0 + r
             if acc:
                 for j in range(jn):
-                    cr[j] = cr[j] + s0[j]
+                    c[ci, u0 + np.uint64(j)] = c[ci, u0 + np.uint64(j)] + row[0, j]
             else:
                 for j in range(jn):
-                    cr[j] = s0[j]
+                    c[ci, u0 + np.uint64(j)] = row[0, j]
 
 
 @numba.njit(cache=True, parallel=True)
