@@ -1,8 +1,6 @@
 """`python -m bendtorch`: the same command line as `bendtorch`."""
 
-import sys
-
-from bendtorch.cli import main
+from bendtorch.cli import run_command
 
 if __name__ == "__main__":  # not when a tool imports every module of the package
-    sys.exit(main())
+    run_command()

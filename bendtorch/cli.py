@@ -6,8 +6,11 @@ cannot be written once the work has started is one line and exit code 1."""
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
+import os
 import sys
+import threading
 from typing import NoReturn, Sequence
 
 from bendtorch.commands.args import UsageError
@@ -78,5 +81,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+def run_command() -> NoReturn:
+    """The `bendtorch` command: main(), then the process ends without the interpreter's teardown.
+
+    After a command the interpreter holds about 1,100 modules (numba's typing registries, the loaded kernels,
+    matplotlib, scipy); freeing them one by one at exit took 0.25-0.5 s (of a 1.6 s warm `train --model tiny`, on
+    an AMD EPYC), work the operating system does at once when the process ends. So the exit handlers run (atexit:
+    the cold-start worker's stop, temporary folders, process pools), the standard streams are flushed, and the
+    process ends with main's code. Where a thread that is not a daemon is still running, the ordinary exit waits
+    for it as Python would. An exception out of main (a bug, not a user's mistake) takes the ordinary exit too."""
+    code = main()
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more can reach it
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run_command()

@@ -183,6 +183,36 @@ def test_version_and_python_m_bendtorch(tmp_path: Path) -> None:
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
 
 
+_ENDING = """
+import atexit, sys, threading, time
+from pathlib import Path
+out = Path(sys.argv[1])
+atexit.register(lambda: (out / "atexit").write_text("ran"))
+def late():
+    time.sleep(0.3)
+    (out / "thread").write_text("done")
+if sys.argv[2] == "thread":
+    threading.Thread(target=late).start()   # not a daemon: the process must wait for it
+sys.argv[1:] = ["--version"]
+from bendtorch.cli import run_command
+run_command()
+"""
+
+
+@pytest.mark.parametrize("thread", ["none", "thread"])
+def test_the_command_ends_after_its_exit_handlers_streams_and_threads(tmp_path: Path, thread: str) -> None:
+    """run_command ends the process without the interpreter's teardown: the exit handlers have run, what was
+    printed reaches the pipe, main's code is the exit code, and a thread that is not a daemon is waited for."""
+    from bendtorch import __version__
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # a pipe's output waits in a buffer
+    r = subprocess.run([sys.executable, "-c", _ENDING, str(tmp_path), thread], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == f"bendtorch {__version__}", (r.returncode, r.stdout, r.stderr)
+    assert (tmp_path / "atexit").read_text() == "ran"
+    assert (tmp_path / "thread").exists() == (thread == "thread")
+
+
 def test_the_bench_json_validates_against_its_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from bendtorch.records.schemas import validate
 

@@ -144,13 +144,15 @@ def _probs(q: F, k: F, p: F, r0: int, t: int, hd: int, hc: int, kc: int, sc: np.
             p[i, j] = p[i, j] / acc
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always")
 def _wsum(wm: F, src: F, c0: int, hd: int, res: F) -> None:
     """res[i, d] = sum over jj = 0..t-1, left to right from +0.0, of wm[i, jj] * src[jj, c0 + d] (t = wm's size),
     each product rounded before its addition (pmul / pacc's sums, lines 2311, 2484-2495). Computed by the matrix
     product's register-blocked running sum (matmul._block4: four rows of wm share each load of src's row; the
     product src * wm is the same float32 number as wm * src), one block over all t positions. res has t + 3 rows
-    (the last three are scratch for a last group of fewer than four rows)."""
+    (the last three are scratch for a last group of fewer than four rows). Inlined into the units that call it
+    (numba's inline="always"): compiled as a function of its own, it was one more level whose code LLVM optimised
+    and emitted again inside each caller, part of a cold start's compiling."""
     t = wm.shape[0]
     # not-transposed and k from 0 as run-time values: literal False and 0 would have numba compile a second
     # specialisation of _block4 beside the matrix product's (about 0.9 s more of a cold start)
