@@ -144,9 +144,7 @@ class Layer(Generic[P, X, Y, S]):
         """Raise ShapeError (naming the layer, the call and the argument) unless v has the declared parameter
         structure: the same nesting and record types, and arrays of the declared shapes, of the layer's dtype,
         C-contiguous (the kernels index them flat)."""
-        e = param_diff(v, self.p_skel, what, self._depth())
-        if e is not None:
-            raise ShapeError(f"{self.label}.{call}: {e}")
+        self._refuse(call, "", param_diff(v, self.p_skel, what, self._depth()))
 
     # The checks' fast forms (impl/specs.py, value_check and param_check), built once: a call runs them, and the
     # checks that name what is wrong only when one fails.
