@@ -171,8 +171,7 @@ def _transpose(a: F, out: F) -> None:
             out[j, i] = a[i, j]
 
 
-@numba.njit(cache=True)
-def _fwd_unit(q: F, k: F, v: F, o: F, bi: int, hi: int, t: int, g: int, hd: int, sc: np.float32) -> None:
+def _fwd_unit_body(q: F, k: F, v: F, o: F, bi: int, hi: int, t: int, g: int, hd: int, sc: np.float32) -> None:
     """Sequence bi, query head hi: O's rows bi*t.. at the head's columns (head_fwd, line 2391)."""
     r0 = row_of(bi, 0, t)
     hc, kc = head_cols(hi, g, hd)
@@ -185,9 +184,8 @@ def _fwd_unit(q: F, k: F, v: F, o: F, bi: int, hi: int, t: int, g: int, hd: int,
             o[r0 + i, hc + d] = res[i, d]
 
 
-@numba.njit(cache=True)
-def _bwd_unit(q: F, k: F, v: F, dd: F, dq: F, dk: F, dv: F, bi: int, j: int, t: int, g: int, hd: int,
-              sc: np.float32) -> None:
+def _bwd_unit_body(q: F, k: F, v: F, dd: F, dq: F, dk: F, dv: F, bi: int, j: int, t: int, g: int, hd: int,
+                   sc: np.float32) -> None:
     """Sequence bi, key/value head j: its g query heads in head order (bgroup, line 2525); dK and dV of the group
     summed into dk and dv's columns of head j (zero on entry)."""
     r0 = row_of(bi, 0, t)
@@ -231,13 +229,24 @@ def _bwd_unit(q: F, k: F, v: F, dd: F, dq: F, dk: F, dv: F, bi: int, j: int, t: 
                 dv[r0 + jj, kc + d] = dv[r0 + jj, kc + d] + res[jj, d]
 
 
+# Each unit twice from one body: compiled on its own for the parallel loops (once, then called per unit) and inlined
+# into the sequential loops (numba's inline="always"). numba optimises and emits a callee's code again inside every
+# caller, so a unit of its own under _fwd_seq or _bwd_seq was one more level of that work; a command that runs only
+# the sequential kernels (the tiny model's train) compiles none for the units (the tiny plan 16.1 -> 14.6-15.0 s of
+# compiling in one process), and one that runs both compiles the unit's body twice (the laws ci plan about 1-2 s more).
+_fwd_unit = numba.njit(cache=True)(_fwd_unit_body)
+_fwd_unit_inline = numba.njit(inline="always")(_fwd_unit_body)
+_bwd_unit = numba.njit(cache=True)(_bwd_unit_body)
+_bwd_unit_inline = numba.njit(inline="always")(_bwd_unit_body)
+
+
 @numba.njit(cache=True)
 def _fwd_seq(q: F, k: F, v: F, o: F, b: int, t: int, kv: int, g: int, hd: int, sc: np.float32) -> None:
     """Every sequence, then every head, one after another (fleaf, line 2588)."""
     h = kv * g
     for bi in range(b):
         for hi in range(h):
-            _fwd_unit(q, k, v, o, bi, hi, t, g, hd, sc)
+            _fwd_unit_inline(q, k, v, o, bi, hi, t, g, hd, sc)
 
 
 @numba.njit(cache=True, parallel=True)
@@ -256,7 +265,7 @@ def _bwd_seq(q: F, k: F, v: F, dd: F, dq: F, dk: F, dv: F, b: int, t: int, kv: i
     """Every sequence, then every key/value head in order (bleaf, line 2656)."""
     for bi in range(b):
         for j in range(kv):
-            _bwd_unit(q, k, v, dd, dq, dk, dv, bi, j, t, g, hd, sc)
+            _bwd_unit_inline(q, k, v, dd, dq, dk, dv, bi, j, t, g, hd, sc)
 
 
 @numba.njit(cache=True, parallel=True)
