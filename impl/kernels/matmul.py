@@ -199,9 +199,8 @@ def _fold(out: F, q: int, st: F, row: int, nb: int, nlev: int, jn: int) -> None:
                     out[q, j] = st[lev, row, j] + out[q, j]
 
 
-@numba.njit(cache=True)
-def _mm_task(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, task: int, nrb: int, nlev: int, mb: int,
-             jtw: int) -> None:
+def _mm_task_body(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, task: int, nrb: int, nlev: int, mb: int,
+                  jtw: int) -> None:
     """One task of the product: the output rows [i0, i0 + mb) by columns [j0, j0 + jtw) (task = column tile *
     nrb + row block); per K-block in order, the rows four at a time (_block4), each row's partial computed at its
     level of the row's stack and merged there (_merge); then each row's stack folded (_fold) and written into C (= or
@@ -257,6 +256,14 @@ def _mm_task(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, task: int
                     c[ci, u0 + np.uint64(j)] = row[0, j]
 
 
+# The task twice from one body: compiled on its own for the parallel product's loop and inlined into the serial
+# one (numba's inline="always"; numba optimises and emits a callee's code again inside every caller, so a task of its
+# own under _mm_serial was one more level of that work). A command whose products are all small (the tiny model's
+# train) compiles no level for the task; one that runs both compiles the task's body twice.
+_mm_task = numba.njit(cache=True)(_mm_task_body)
+_mm_task_inline = numba.njit(inline="always")(_mm_task_body)
+
+
 @numba.njit(cache=True, parallel=True)
 def _mm(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, mb: int, jtw: int) -> None:
     """C[i, j] = (C[i, j] + ) blocked_tree_k(A[i, k] * B[k, j]), A = a or aᵀ (at), C = c or cᵀ (ct). prange over
@@ -271,8 +278,8 @@ def _mm(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, mb: int, jtw: 
     while (nb >> nlev) > 0:
         nlev += 1
     for task in numba.prange(nrb * njt):
-        # prange's index is unsigned: as int64, the task is the same specialisation as _mm_serial's (not a second
-        # compile of the whole task, about 1.7 s of a cold start)
+        # prange's index is unsigned: handed over as int64, the task has the argument types the serial loop gives
+        # its inlined copy, and its index arithmetic stays in int64 (numba takes uint64 with int64 to float64)
         _mm_task(a, at, b, c, ct, kb, acc, np.int64(task), nrb, nlev, mb, jtw)  # type: ignore[arg-type]
 
 
@@ -288,7 +295,7 @@ def _mm_serial(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, mb: int
     while (nb >> nlev) > 0:
         nlev += 1
     for task in range(nrb * njt):
-        _mm_task(a, at, b, c, ct, kb, acc, task, nrb, nlev, mb, jtw)
+        _mm_task_inline(a, at, b, c, ct, kb, acc, task, nrb, nlev, mb, jtw)
 
 
 def _run(a: F, b: F, c: F, kb: int, acc: bool, at: bool = False, ct: bool = False) -> None:
