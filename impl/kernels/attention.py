@@ -232,8 +232,8 @@ def _bwd_unit_body(q: F, k: F, v: F, dd: F, dq: F, dk: F, dv: F, bi: int, j: int
 # Each unit twice from one body: compiled on its own for the parallel loops (once, then called per unit) and inlined
 # into the sequential loops (numba's inline="always"). numba optimises and emits a callee's code again inside every
 # caller, so a unit of its own under _fwd_seq or _bwd_seq was one more level of that work; a command that runs only
-# the sequential kernels (the tiny model's train) compiles none for the units (the tiny plan 16.1 -> 14.6-15.0 s of
-# compiling in one process), and one that runs both compiles the unit's body twice (the laws ci plan about 1-2 s more).
+# the sequential kernels (the tiny model's train) compiles none for the units, and one that runs both compiles the
+# unit's body twice (docs/FINDINGS.md: about 1.3 s less of the tiny plan's compiling, about 1 s more of laws ci's).
 _fwd_unit = numba.njit(cache=True)(_fwd_unit_body)
 _fwd_unit_inline = numba.njit(inline="always")(_fwd_unit_body)
 _bwd_unit = numba.njit(cache=True)(_bwd_unit_body)

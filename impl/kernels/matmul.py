@@ -279,7 +279,7 @@ def _mm(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, mb: int, jtw: 
         nlev += 1
     for task in numba.prange(nrb * njt):
         # prange's index is unsigned: handed over as int64, the task has the argument types the serial loop gives
-        # its inlined copy, and its index arithmetic stays in int64 (numba takes uint64 with int64 to float64)
+        # its inlined copy, and its index arithmetic stays in integers (numba does not keep uint64 with int64 one)
         _mm_task(a, at, b, c, ct, kb, acc, np.int64(task), nrb, nlev, mb, jtw)  # type: ignore[arg-type]
 
 
