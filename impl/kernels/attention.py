@@ -51,6 +51,7 @@ import numpy.typing as npt
 from bendtorch.impl.kernels import libm
 from bendtorch.impl.kernels.index import group_heads, head_cols, kv_of, n_visible, row_of, source, unit_of
 from bendtorch.impl.kernels.matmul import _block4
+from bendtorch.impl.kernels.serial import called_and_inlined
 
 F = npt.NDArray[np.float32]
 F32 = np.float32
@@ -229,15 +230,10 @@ def _bwd_unit_body(q: F, k: F, v: F, dd: F, dq: F, dk: F, dv: F, bi: int, j: int
                 dv[r0 + jj, kc + d] = dv[r0 + jj, kc + d] + res[jj, d]
 
 
-# Each unit twice from one body: compiled on its own for the parallel loops (once, then called per unit) and inlined
-# into the sequential loops (numba's inline="always"). numba optimises and emits a callee's code again inside every
-# caller, so a unit of its own under _fwd_seq or _bwd_seq was one more level of that work; a command that runs only
-# the sequential kernels (the tiny model's train) compiles none for the units, and one that runs both compiles the
-# unit's body twice (docs/FINDINGS.md: about 1.3 s less of the tiny plan's compiling, about 1 s more of laws ci's).
-_fwd_unit = numba.njit(cache=True)(_fwd_unit_body)
-_fwd_unit_inline = numba.njit(inline="always")(_fwd_unit_body)
-_bwd_unit = numba.njit(cache=True)(_bwd_unit_body)
-_bwd_unit_inline = numba.njit(inline="always")(_bwd_unit_body)
+# each unit compiled for the parallel loops and inlined into the sequential ones (the tiny model's train runs only
+# those, and so compiles no level for the units)
+_fwd_unit, _fwd_unit_inline = called_and_inlined(_fwd_unit_body)
+_bwd_unit, _bwd_unit_inline = called_and_inlined(_bwd_unit_body)
 
 
 @numba.njit(cache=True)

@@ -66,6 +66,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bendtorch.impl.kernels.index import block_span, n_blocks
+from bendtorch.impl.kernels.serial import called_and_inlined
 
 F = npt.NDArray[np.float32]
 F32 = np.float32
@@ -256,12 +257,9 @@ def _mm_task_body(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, task
                     c[ci, u0 + np.uint64(j)] = row[0, j]
 
 
-# The task twice from one body: compiled on its own for the parallel product's loop and inlined into the serial
-# one (numba's inline="always"; numba optimises and emits a callee's code again inside every caller, so a task of its
-# own under _mm_serial was one more level of that work). A command whose products are all small (the tiny model's
-# train) compiles no level for the task; one that runs both compiles the task's body twice.
-_mm_task = numba.njit(cache=True)(_mm_task_body)
-_mm_task_inline = numba.njit(inline="always")(_mm_task_body)
+# the task compiled for the parallel product's loop and inlined into the serial one (a command whose products are all
+# small, the tiny model's train, compiles no level for it)
+_mm_task, _mm_task_inline = called_and_inlined(_mm_task_body)
 
 
 @numba.njit(cache=True, parallel=True)
@@ -280,7 +278,7 @@ def _mm(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, mb: int, jtw: 
     for task in numba.prange(nrb * njt):
         # prange's index is unsigned: handed over as int64, the task has the argument types the serial loop gives
         # its inlined copy, and its index arithmetic stays in integers (numba does not keep uint64 with int64 one)
-        _mm_task(a, at, b, c, ct, kb, acc, np.int64(task), nrb, nlev, mb, jtw)  # type: ignore[arg-type]
+        _mm_task(a, at, b, c, ct, kb, acc, np.int64(task), nrb, nlev, mb, jtw)
 
 
 @numba.njit(cache=True)

@@ -7,6 +7,9 @@ serial twin: the SAME Python function compiled without parallel=True, so its pra
 kernel here pranges only over independent outputs (never over a sum; docs/DESIGN.md), so each output is the same
 expression in the same order either way: the same bits (tests/test_kernel_mix_same_bits.py and
 tests/test_speed_bits.py run both). The twin is cached like the kernel (cache=True), under its own name (`<name>_serial`).
+
+Likewise `called_and_inlined(body)`: one Python function as a compiled callee for a parallel loop and as an inlined
+copy for the sequential loop beside it.
 """
 
 from __future__ import annotations
@@ -54,3 +57,13 @@ def sized(kernel: Any, below: int = SERIAL_BELOW) -> Callable[..., Any]:
     run.parallel = kernel  # type: ignore[attr-defined]
     run.serial = twin  # type: ignore[attr-defined]
     return run
+
+
+def called_and_inlined(body: Any) -> tuple[Any, Any]:
+    """body compiled as a function of its own (cache=True; a parallel loop calls it once per unit) and as an inlined
+    copy (numba's inline="always") for a sequential loop. numba links a copy of every compiled callee into each
+    caller and optimises and emits it again there, so a callee of its own under the sequential loop is one more level
+    of that work at a cold start: with the copy inlined, a command that runs only the sequential kernel compiles no
+    level for it, and one that runs both kinds compiles the body twice (docs/FINDINGS.md gives the figures). The same
+    Python function either way: the same bits."""
+    return numba.njit(cache=True)(body), numba.njit(inline="always")(body)
