@@ -130,6 +130,34 @@ def test_the_midpoint_from_the_bits_is_mid_f32() -> None:
                 assert K._mid32(y, c) == mid_f32(y, c), (y, c)
 
 
+def test_the_hard_case_test_settles_early_only_where_the_boundary_agrees() -> None:
+    """is_hard's early answer (False from y's low bits) is near_boundary's on y at every distance from the boundary
+    around the early test's threshold, in every float32 binade and at its ends, with scales from 0 to far above |y|;
+    and the threshold is tight: at one unit less, some of these y are hard, so a lower one would drop hard cases."""
+    rng = np.random.default_rng(5)
+    far = K._FAR_UNITS
+    deltas = np.concatenate([np.arange(-far - 3, -far + 4), np.arange(far - 3, far + 4), [0, 1, -1],
+                             rng.integers(-(1 << 28), 1 << 28, 40)])
+    exps = np.concatenate([[-127, -126, -125, -1, 0, 1, 126, 127, 128], rng.integers(-126, 127, 12)])
+    tight = 0
+    for e in exps:
+        for top in (0, (1 << 23) - 1, int(rng.integers(0, 1 << 23))):
+            for d in deltas:
+                low = (1 << 28) + int(d)
+                if not 0 <= low < (1 << 29):
+                    continue
+                yb = ((int(e) + 1023) << 52) | (top << 29) | low
+                y = float(np.array([yb], dtype=np.uint64).view(np.float64)[0])
+                for sign in (1.0, -1.0):
+                    ys = sign * y
+                    c = float(np.float32(ys)) if abs(ys) < 3.4e38 else math.copysign(math.inf, ys)
+                    for f in (0.0, 0.5, 1.0, 1.5, 2.0, 2.0000001, 4.0, 1e6):
+                        want = K.near_boundary(ys, c, f * y)
+                        assert K.is_hard(ys, c, f * y) == want, (hex(yb), sign, f)
+                        tight += int(want and abs(int(d)) == far - 1 and f <= 2.0 and -126 <= e < 127)
+    assert tight > 0
+
+
 def test_a_chunk_with_more_hard_cases_than_one_pass_lists() -> None:
     """More hard cases than the reference's first pass has room for (SiLU's ties at x/2 on subnormals): the pass
     runs again with room for all, and the reference is the one a pass with room to spare gives."""
