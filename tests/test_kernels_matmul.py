@@ -87,9 +87,9 @@ def test_sums_start_from_plus_zero() -> None:
     assert not np.signbit(MM.mm(np.zeros((2, 0), F32), np.zeros((0, 3), F32))).any()
 
 
-def test_products_and_accumulating_forms() -> None:
+@pytest.mark.parametrize("n,i,o", [(19, 23, 29), (29, 19, 23)])  # the second: small products run as Cᵀ = Bᵀ·Aᵀ
+def test_products_and_accumulating_forms(n: int, i: int, o: int) -> None:
     rng = np.random.default_rng(11)
-    n, i, o = 19, 23, 29
     x, w, dy = _rand(rng, n, i), _rand(rng, o, i), _rand(rng, n, o)
     assert _same_bits(MM.matmul_nt(x, w), MM.mm_plain(x, np.ascontiguousarray(w.T)))
     assert _same_bits(MM.matmul_precise(dy, w), MM.mm_plain(dy, w))
