@@ -3,6 +3,8 @@ accuracy claim against PyTorch on one reference shape."""
 
 from __future__ import annotations
 
+import types
+
 import numba
 import numpy as np
 import pytest
@@ -85,6 +87,34 @@ def test_sums_start_from_plus_zero() -> None:
     c = MM.mm(a, b)
     assert not np.signbit(c).any()
     assert not np.signbit(MM.mm(np.zeros((2, 0), F32), np.zeros((0, 3), F32))).any()
+
+
+def _block4_with_pass(kp: int):  # type: ignore[no-untyped-def]
+    """_block4 compiled apart with KP = kp (the module's own KP follows the CPU: see MM.vector_registers)."""
+    f = MM._block4.py_func
+    return numba.njit(types.FunctionType(f.__code__, {**f.__globals__, "KP": kp}, f.__name__, f.__defaults__,
+                                         f.__closure__))
+
+
+def test_both_pass_lengths_give_each_row_its_running_sum() -> None:
+    # eight or four k per pass is a speed choice by the CPU's vector registers: both must give every s[r, j] the
+    # running sum of its rounded products from +0.0, left to right, for every span length (ragged ones: one k at a
+    # time after the passes), every number of rows (1-4) and A as given or transposed
+    rng = np.random.default_rng(5)
+    a, b = _rand(rng, 4, 24), _rand(rng, 24, 37)
+    kernels = {kp: _block4_with_pass(kp) for kp in (4, 8)}
+    for k0, k1 in [(0, 0), (0, 1), (0, 3), (0, 4), (2, 7), (0, 8), (3, 14), (0, 16), (1, 21), (0, 24)]:
+        want = np.zeros((4, 30), dtype=F32)
+        for q in range(k0, k1):
+            want = want + np.multiply.outer(a[:, q], b[q, 5:35])
+        for nr in (1, 2, 3, 4):
+            for at in (False, True):
+                src = np.ascontiguousarray(a.T) if at else a
+                for kp, kern in kernels.items():
+                    s = np.full((6, 30), np.nan, dtype=F32)
+                    kern(src, at, 0, nr, b, k0, k1, 5, 30, s, 1)
+                    assert _same_bits(s[1:1 + nr], want[:nr]), (kp, k0, k1, nr, at)
+                    assert np.isnan(s[0]).all() and np.isnan(s[5]).all()  # nothing outside rows r0..r0+3
 
 
 @pytest.mark.parametrize("n,i,o", [(19, 23, 29), (29, 19, 23)])  # the second: small products run as Cᵀ = Bᵀ·Aᵀ

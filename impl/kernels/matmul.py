@@ -64,6 +64,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 import numpy.typing as npt
+from llvmlite import binding as llvm  # type: ignore[import-untyped]
 
 from bendtorch.impl.kernels.index import block_span, n_blocks
 from bendtorch.impl.kernels.serial import called_and_inlined
@@ -80,6 +81,24 @@ JT = 1024
 MB = 16
 # rows whose running sums share each load of B (register blocking; a speed choice only)
 RB = 4
+
+
+def vector_registers() -> int:
+    """The vector registers the code numba emits may use: 32 where it targets AVX-512 (zmm0-31), 16 otherwise (AVX2's
+    and SSE's ymm/xmm0-15, a generic x86-64, the other architectures numba's speed choices here were not measured
+    on). It follows numba's own choice of target features (NUMBA_CPU_FEATURES, else the host's; NUMBA_CPU_NAME=generic
+    sets none), which is part of the key of numba's cache, so a cached kernel always matches KP below."""
+    feats: str | None = numba.config.CPU_FEATURES  # type: ignore[attr-defined]  # set at numba's import
+    if feats is None:
+        feats = llvm.get_host_cpu_features().flatten()
+    return 32 if "+avx512f" in feats.split(",") else 16
+
+
+# k per pass of _block4 (a speed choice only: within a pass each running sum adds its terms one after the other, so
+# either gives the same bits): eight where the four rows' 32 values of A stay in the vector registers beside B's and
+# the sums (AVX-512's 32 registers), four where there are 16 (AVX2: with eight, A's values are spilled to the stack
+# and reloaded in the vector loop). See _block4 for the measurements.
+KP = 8 if vector_registers() >= 32 else 4
 # below this many multiply-adds (M K N) a product runs on the calling thread (the serial driver): waking numba's
 # thread pool costs more than it saves, and much more on a loaded machine (same bits: the same task code runs)
 SERIAL_BELOW = 1 << 21
@@ -108,13 +127,17 @@ def _el(a: F, at: bool, i: int, k: int) -> np.float32:
 def _block4(a: F, at: bool, i: int, nr: int, b: F, k0: int, k1: int, j0: int, jn: int, s: F, r0: int) -> None:
     """For the nr (1..4) rows i, i+1, ...: s[r0 + r, j] = the running sum, left to right from +0.0, of
     A[i + r, k] * B[k, j0 + j] over k0 <= k < k1, for j < jn (rows r >= nr repeat row i and are discarded, so s
-    has rows r0..r0+3; A = a, or aᵀ when at: see _el). Eight k per pass over the four rows of s (then one at a time
-    for the rest of the span), each loaded B[k, j] used by the four rows (register blocking) and each s[r, j] loaded
-    and stored once per pass; within a pass each s[r, j] still adds its terms one after the other, each product
-    rounded before its addition. Eight rather than four: the passes' loads and stores of s are halved (the LM head's
-    forward 117 -> 149 GF/s on an AMD EPYC, family 26, model 2, 2 cores); sixteen spill the 64 A values and run
-    slower (93). No pass of four for the rest: every span here is a multiple of eight but a ragged last block (K mod
-    16), and each vectorised loop costs compile time at a cold start.
+    has rows r0..r0+3; A = a, or aᵀ when at: see _el). KP (eight or four) k per pass over the four rows of s (then
+    one at a time for the rest of the span), each loaded B[k, j] used by the four rows (register blocking) and each
+    s[r, j] loaded and stored once per pass; within a pass each s[r, j] still adds its terms one after the other, each
+    product rounded before its addition. Eight rather than four where the vector registers hold the pass's 32 values
+    of A (AVX-512): the passes' loads and stores of s are halved (the LM head's forward 117 -> 149 GF/s on an AMD
+    EPYC, family 26, model 2, 2 cores); sixteen spill the 64 A values and run slower (93). Four where there are 16
+    registers (AVX2): eight spill A's values, and four k per pass ran 9-21% faster on every product measured (the
+    median of 7 interleaved runs on an AMD EPYC, family 25, model 1, 2 cores: the LM head's forward 51 -> 62 GF/s,
+    128 x 576 by 576 x 576 59 -> 67, the tiny model's 64 x 32 by 32 x 32 8.9 -> 9.7). Only the CPU's pass length is
+    compiled (the other's loop is dead code for LLVM); no pass of four after the eights: every span here is a
+    multiple of eight but a ragged last block (K mod 16), and each vectorised loop costs compile time at a cold start.
     B and s are indexed directly, not through a slice per row of B or of s, and B's column is an unsigned index: a
     signed one (j0 + j) has numba test it for a negative (Python's wraparound), which kept the loop over j from being
     vectorised (the product 3x slower). A pass costs about 35 ns whatever its width (the 32 reads of A and their
@@ -130,7 +153,7 @@ def _block4(a: F, at: bool, i: int, nr: int, b: F, k0: int, k1: int, j0: int, jn
         s[r2, j] = _ZERO
         s[r3, j] = _ZERO
     kk = k0
-    while kk + 8 <= k1:
+    while KP == 8 and kk + 8 <= k1:
         k4 = kk + 4
         x00, x01, x02, x03 = _el(a, at, i, kk), _el(a, at, i, kk + 1), _el(a, at, i, kk + 2), _el(a, at, i, kk + 3)
         y00, y01, y02, y03 = _el(a, at, i, k4), _el(a, at, i, k4 + 1), _el(a, at, i, k4 + 2), _el(a, at, i, k4 + 3)
@@ -153,6 +176,19 @@ def _block4(a: F, at: bool, i: int, nr: int, b: F, k0: int, k1: int, j0: int, jn
             t = (((s[r3, j] + x30 * c0) + x31 * c1) + x32 * c2) + x33 * c3
             s[r3, j] = (((t + y30 * c4) + y31 * c5) + y32 * c6) + y33 * c7
         kk += 8
+    while KP == 4 and kk + 4 <= k1:
+        x00, x01, x02, x03 = _el(a, at, i, kk), _el(a, at, i, kk + 1), _el(a, at, i, kk + 2), _el(a, at, i, kk + 3)
+        x10, x11, x12, x13 = _el(a, at, i1, kk), _el(a, at, i1, kk + 1), _el(a, at, i1, kk + 2), _el(a, at, i1, kk + 3)
+        x20, x21, x22, x23 = _el(a, at, i2, kk), _el(a, at, i2, kk + 1), _el(a, at, i2, kk + 2), _el(a, at, i2, kk + 3)
+        x30, x31, x32, x33 = _el(a, at, i3, kk), _el(a, at, i3, kk + 1), _el(a, at, i3, kk + 2), _el(a, at, i3, kk + 3)
+        for j in range(jn):
+            jb = u0 + np.uint64(j)
+            c0, c1, c2, c3 = b[kk, jb], b[kk + 1, jb], b[kk + 2, jb], b[kk + 3, jb]
+            s[r0, j] = (((s[r0, j] + x00 * c0) + x01 * c1) + x02 * c2) + x03 * c3
+            s[r1, j] = (((s[r1, j] + x10 * c0) + x11 * c1) + x12 * c2) + x13 * c3
+            s[r2, j] = (((s[r2, j] + x20 * c0) + x21 * c1) + x22 * c2) + x23 * c3
+            s[r3, j] = (((s[r3, j] + x30 * c0) + x31 * c1) + x32 * c2) + x33 * c3
+        kk += 4
     while kk < k1:
         x00 = _el(a, at, i, kk)
         x10 = _el(a, at, i1, kk)
