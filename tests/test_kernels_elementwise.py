@@ -259,6 +259,22 @@ def test_dropout_kept_fraction() -> None:
     assert not np.array_equal(k, D.mask(n, c, 2025, 11, F32(p)))
 
 
+def test_the_kept_fraction_law_holds_on_a_fair_draw_and_fails_on_a_broken_mask(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the law (laws/test_dropout.py) on its pinned example: 2 of 256 dropped at p = 1e-4, a fair draw of a
+    # Poisson-like count that a bound of 6 standard deviations + 1/N rejected
+    import bendtorch.laws.test_dropout as TD
+
+    law = TD.test_the_kept_fraction_is_near_1_minus_p.hypothesis.inner_test  # type: ignore[attr-defined]
+    assert int(np.count_nonzero(TD.factors(4, 64, F32(1e-4), 36, 1))) == 254
+    assert abs(254 / 256 - (1 - float(F32(1e-4)))) > 6 * np.sqrt(1e-4 / 256) + 1 / 256
+    law(4, 64, F32(1e-4), 36, 1)
+    # a broken mask, keeping each number with probability p instead of 1 - p, fails it
+    monkeypatch.setattr(TD, "factors", lambda n, c, p, seed, t: D.mask(n, c, seed, t, F32(F32(1.0) - p)))
+    with pytest.raises(AssertionError):
+        law(4, 64, F32(0.3), 5, 1)
+
+
 def test_dropout_layer() -> None:
     lay = Dropout(3, 4, 0.5, 7)
     rng = np.random.default_rng(3)
