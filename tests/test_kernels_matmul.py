@@ -3,6 +3,7 @@ accuracy claim against PyTorch on one reference shape."""
 
 from __future__ import annotations
 
+import itertools
 import types
 
 import numba
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from bendtorch.impl.kernels import matmul as MM
+from bendtorch.impl.kernels.serial import renamed_copy
 from bendtorch.oracle.ulp import ulp_error
 
 F32 = np.float32
@@ -99,7 +101,8 @@ def _block4_with_pass(kp: int):  # type: ignore[no-untyped-def]
 def test_both_pass_lengths_give_each_row_its_running_sum() -> None:
     # eight or four k per pass is a speed choice by the CPU's vector registers: both must give every s[r, j] the
     # running sum of its rounded products from +0.0, left to right, for every span length (ragged ones: one k at a
-    # time after the passes), every number of rows (1-4) and A as given or transposed
+    # time after the passes), every number of rows (1-4), A as given or transposed, from column 0 or from the
+    # first column after the register tiles (jt)
     rng = np.random.default_rng(5)
     a, b = _rand(rng, 4, 24), _rand(rng, 24, 37)
     kernels = {kp: _block4_with_pass(kp) for kp in (4, 8)}
@@ -110,11 +113,37 @@ def test_both_pass_lengths_give_each_row_its_running_sum() -> None:
         for nr in (1, 2, 3, 4):
             for at in (False, True):
                 src = np.ascontiguousarray(a.T) if at else a
-                for kp, kern in kernels.items():
+                for (kp, kern), jt in itertools.product(kernels.items(), (0, 16)):
                     s = np.full((6, 30), np.nan, dtype=F32)
-                    kern(src, at, 0, nr, b, k0, k1, 5, 30, s, 1)
-                    assert _same_bits(s[1:1 + nr], want[:nr]), (kp, k0, k1, nr, at)
-                    assert np.isnan(s[0]).all() and np.isnan(s[5]).all()  # nothing outside rows r0..r0+3
+                    kern(src, at, 0, nr, b, k0, k1, 5, jt, 30, s, 1)
+                    assert _same_bits(s[1:1 + nr, jt:], want[:nr, jt:]), (kp, k0, k1, nr, at, jt)
+                    # nothing outside rows r0..r0+3, nor in the columns before jt (a register tile's)
+                    assert np.isnan(s[0]).all() and np.isnan(s[5]).all() and np.isnan(s[:, :jt]).all()
+
+
+def _serial_with_tiles(tile: bool):  # type: ignore[no-untyped-def]
+    """The serial driver compiled apart with TILE = tile (the module's own TILE follows the CPU, as KP does)."""
+    task = numba.njit(inline="always")(renamed_copy(MM._mm_task_body, f"_tile{int(tile)}", TILE=tile))
+    return numba.njit(renamed_copy(MM._mm_serial.py_func, f"_tile{int(tile)}", _mm_task_inline=task))
+
+
+def test_register_tiles_and_passes_give_the_same_bits() -> None:
+    # the register tiles (TILE, where there are 16 vector registers) and _block4's passes alone (where there are
+    # 32) are speed choices: both must give mm_plain's bits, with ragged strips (N mod 16), ragged row groups
+    # (M mod 4, and M < 4: no tile), column tiles narrower than N (strips from a column j0 > 0), A transposed and
+    # C written transposed
+    rng = np.random.default_rng(17)
+    drivers = {t: _serial_with_tiles(t) for t in (True, False)}
+    for m, k, n, jtw in [(4, 16, 16, 16), (7, 33, 37, 48), (16, 40, 48, 32), (13, 5, 100, 112), (3, 20, 32, 32),
+                         (9, 0, 16, 16)]:
+        a, b = _rand(rng, m, k), _rand(rng, k, n)
+        want = MM.mm_plain(a, b)
+        for at in (False, True):
+            for ct in (False, True):
+                for tile, run in drivers.items():
+                    c = np.full((n, m) if ct else (m, n), np.nan, dtype=F32)
+                    run(np.ascontiguousarray(a.T) if at else a, at, b, c, ct, MM.KB, False, MM.MB, jtw)
+                    assert _same_bits(c.T if ct else c, want), (tile, m, k, n, jtw, at, ct)
 
 
 @pytest.mark.parametrize("n,i,o", [(19, 23, 29), (29, 19, 23)])  # the second: small products run as Cᵀ = Bᵀ·Aᵀ

@@ -155,12 +155,12 @@ def _wsum(wm: F, src: F, c0: int, hd: int, res: F) -> None:
     (numba's inline="always"): compiled as a function of its own, it was one more level whose code LLVM optimised
     and emitted again inside each caller, part of a cold start's compiling."""
     t = wm.shape[0]
-    # not-transposed and k from 0 as run-time values: literal False and 0 would have numba compile a second
-    # specialisation of _block4 beside the matrix product's (about 0.9 s more of a cold start)
+    # not-transposed and k (and the columns, jt) from 0 as run-time values: literal False and 0 would have numba
+    # compile a second specialisation of _block4 beside the matrix product's (about 0.9 s more of a cold start)
     at, k0 = t < 0, t - t
     for i in range(0, t, 4):
         nr = min(4, t - i)
-        _block4(wm, at, i, nr, src, k0, t, c0, hd, res, i)
+        _block4(wm, at, i, nr, src, k0, t, c0, k0, hd, res, i)
 
 
 @numba.njit(cache=True)

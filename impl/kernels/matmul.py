@@ -46,8 +46,9 @@ Speed (the order above is untouched, tests/test_speed_bits.py pins the bits of w
 compares every driver with mm_plain): numba @njit(cache=True, parallel=True), prange over tasks of independent
 outputs only (never over a sum). A task is MB output rows by one tile of columns (tiles of equal widths, at most
 JT = 1024, column tile outermost so the threads share one K x JT tile of B from the L2 cache); per K-block in
-order, the task's rows four at a time (`_block4`: each loaded B[k, j] serves four rows' running sums, eight k
-per pass; register blocking), each row's partial merged into its stack. Products below SERIAL_BELOW multiply-adds run
+order, the task's rows four at a time (`_block4`: each loaded B[k, j] serves four rows' running sums, eight or four
+k per pass; or, on CPUs with 16 vector registers, `_tiles`: 4 x 16 register tiles that keep their sums in registers
+over the block), each row's partial merged into its stack. Products below SERIAL_BELOW multiply-adds run
 the same task code on the calling thread (no thread pool). When B is bigger than the caches and A has few rows (the
 tied head's dX, 128 x 49152 by 49152 x 576) a task takes all rows and a share of the columns, so B is streamed
 once. A's elements are read one at a time and C's written once, so either may be the transpose of the array
@@ -68,6 +69,7 @@ from llvmlite import binding as llvm  # type: ignore[import-untyped]
 
 from bendtorch.impl.kernels.index import block_span, n_blocks
 from bendtorch.impl.kernels.serial import called_and_inlined
+from bendtorch.impl.kernels.simd import load8, madd8, splat8, store8, zero8
 
 F = npt.NDArray[np.float32]
 F32 = np.float32
@@ -99,6 +101,10 @@ def vector_registers() -> int:
 # the sums (AVX-512's 32 registers), four where there are 16 (AVX2: with eight, A's values are spilled to the stack
 # and reloaded in the vector loop). See _block4 for the measurements.
 KP = 8 if vector_registers() >= 32 else 4
+# register tiles (_tiles) for the whole strips of 16 columns of the full groups of four rows, where there are 16
+# vector registers (a speed choice only: a tile's sums add their terms in the same order as a pass's); where there are
+# 32, _block4's pass of eight alone (the speed measured there). See _tiles for the measurements.
+TILE = vector_registers() < 32
 # below this many multiply-adds (M K N) a product runs on the calling thread (the serial driver): waking numba's
 # thread pool costs more than it saves, and much more on a loaded machine (same bits: the same task code runs)
 SERIAL_BELOW = 1 << 21
@@ -123,35 +129,108 @@ def _el(a: F, at: bool, i: int, k: int) -> np.float32:
     return np.float32(a[k, i] if at else a[i, k])  # already float32: the cast only names the type
 
 
+@numba.njit(inline="always")
+def _add4(t: np.float32, x0: np.float32, x1: np.float32, x2: np.float32, x3: np.float32, c0: np.float32,
+          c1: np.float32, c2: np.float32, c3: np.float32) -> np.float32:
+    """(((t + x0 c0) + x1 c1) + x2 c2) + x3 c3: four steps of a running sum, each product rounded to float32 before
+    its addition (a pass's step for one s[r, j]; inlined, so the loop over j around it is still vectorised)."""
+    return (((t + x0 * c0) + x1 * c1) + x2 * c2) + x3 * c3
+
+
+@numba.njit(inline="always")
+def _tile4(af: F, ia: np.uint64, sr: np.uint64, sk: np.uint64, b: F, k0: int, k1: int, jb: np.uint64, s: F, r0: int,
+           j: int) -> None:
+    """s[r0 + r, j:j + 16] = the running sums, left to right from +0.0, of A[row r, k] * B[k, jb:jb + 16] over
+    k0 <= k < k1 for the four rows r = 0..3, A[row r, k] being af[ia + r sr + k sk] (A's numbers as one flat array,
+    its rows sr apart and its k sk apart): a register tile, its eight vector sums (four rows by two vectors of eight
+    columns) held in registers over the whole span, each step a product rounded and then added (simd.madd8). Per k it
+    loads two vectors of B and four numbers of A for 64 multiply-adds, where a pass of _block4 also loads and stores
+    each of its sums."""
+    c00, c01, c10, c11 = zero8(), zero8(), zero8(), zero8()
+    c20, c21, c30, c31 = zero8(), zero8(), zero8(), zero8()
+    jb8 = jb + np.uint64(8)
+    q0 = ia + np.uint64(k0) * sk
+    q1, q2, q3 = q0 + sr, q0 + sr + sr, q0 + sr + sr + sr
+    for k in range(k0, k1):
+        b0, b1 = load8(b, k, jb), load8(b, k, jb8)
+        x = splat8(af[q0])
+        c00, c01 = madd8(c00, x, b0), madd8(c01, x, b1)
+        x = splat8(af[q1])
+        c10, c11 = madd8(c10, x, b0), madd8(c11, x, b1)
+        x = splat8(af[q2])
+        c20, c21 = madd8(c20, x, b0), madd8(c21, x, b1)
+        x = splat8(af[q3])
+        c30, c31 = madd8(c30, x, b0), madd8(c31, x, b1)
+        q0, q1, q2, q3 = q0 + sk, q1 + sk, q2 + sk, q3 + sk
+    store8(s, r0, j, c00)
+    store8(s, r0, j + 8, c01)
+    store8(s, r0 + 1, j, c10)
+    store8(s, r0 + 1, j + 8, c11)
+    store8(s, r0 + 2, j, c20)
+    store8(s, r0 + 2, j + 8, c21)
+    store8(s, r0 + 3, j, c30)
+    store8(s, r0 + 3, j + 8, c31)
+
+
+@numba.njit(inline="always")
+def _tiles(a: F, at: bool, i0: int, ng: int, b: F, k0: int, k1: int, j0: int, jn: int, s: F) -> int:
+    """The rows i0 .. i0 + 4 ng - 1 (ng groups of four) by the columns in whole strips of 16, in register tiles
+    (_tile4; s's rows 4 g .. 4 g + 3 for group g): strip by strip, each strip's numbers of B (the block's k by 16)
+    read from the L1 cache by every group. Returns the columns done (jn rounded down to 16); _block4's passes do the
+    rest. Where there are 16 vector registers (TILE): a pass of four k keeps 16 values of A, four sums and B's
+    values in flight and reloads A's broadcasts from the stack, where a tile keeps its eight sums in registers for
+    the whole block. On an AMD EPYC (family 25, model 1; AVX2), 2 cores, tiles against passes alone, both compiled in
+    one process, 7 interleaved rounds, three runs (GF/s medians): the LM head's forward 42.9 / 56.4 / 49.6 against
+    37.9 / 47.3 / 37.3 (1.13-1.33x), 128 x 576 by 576 x 576 1.09-1.25x, the tiny model's 64 x 32 by 32 x 32
+    1.24-1.26x, 576 x 128 by 128 x 576 1.05-1.13x, 128 x 1536 by 1536 x 576 0.98-1.02x, 128 x 576 by 576 x 1536
+    0.89-1.25x, and the head's dX (all 128 rows a task, B streamed) 0.87-0.95x; the smol step 1.9-2.6 s against
+    2.3-3.0 s (two interleaved `bendtorch bench` runs of 3 rounds each), the cold `train --model tiny` the same within
+    the noise (15.3-17.5 s against 15.7-16.5)."""
+    af = a.reshape(a.size)  # a view: A's numbers by flat index, unsigned (no wraparound test)
+    wa = np.uint64(a.shape[1])
+    sr, sk = (np.uint64(1), wa) if at else (wa, np.uint64(1))
+    u0 = np.uint64(j0)
+    jt = jn - jn % 16
+    for j in range(0, jt, 16):
+        for g in range(ng):
+            _tile4(af, np.uint64(i0 + 4 * g) * sr, sr, sk, b, k0, k1, u0 + np.uint64(j), s, 4 * g, j)
+    return jt
+
+
 @numba.njit(cache=True)
-def _block4(a: F, at: bool, i: int, nr: int, b: F, k0: int, k1: int, j0: int, jn: int, s: F, r0: int) -> None:
-    """For the nr (1..4) rows i, i+1, ...: s[r0 + r, j] = the running sum, left to right from +0.0, of
-    A[i + r, k] * B[k, j0 + j] over k0 <= k < k1, for j < jn (rows r >= nr repeat row i and are discarded, so s
-    has rows r0..r0+3; A = a, or aᵀ when at: see _el). KP (eight or four) k per pass over the four rows of s (then
-    one at a time for the rest of the span), each loaded B[k, j] used by the four rows (register blocking) and each
-    s[r, j] loaded and stored once per pass; within a pass each s[r, j] still adds its terms one after the other, each
-    product rounded before its addition. Eight rather than four where the vector registers hold the pass's 32 values
-    of A (AVX-512): the passes' loads and stores of s are halved (the LM head's forward 117 -> 149 GF/s on an AMD
-    EPYC, family 26, model 2, 2 cores); sixteen spill the 64 A values and run slower (93). Four where there are 16
-    registers (AVX2): eight spill A's values, and four k per pass ran 9-21% faster on every product measured (the
-    median of 7 interleaved runs on an AMD EPYC, family 25, model 1, 2 cores: the LM head's forward 51 -> 62 GF/s,
-    128 x 576 by 576 x 576 59 -> 67, the tiny model's 64 x 32 by 32 x 32 8.9 -> 9.7). Only the CPU's pass length is
-    compiled (the other's loop is dead code for LLVM); no pass of four after the eights: every span here is a
-    multiple of eight but a ragged last block (K mod 16), and each vectorised loop costs compile time at a cold start.
-    B and s are indexed directly, not through a slice per row of B or of s, and B's column is an unsigned index: a
-    signed one (j0 + j) has numba test it for a negative (Python's wraparound), which kept the loop over j from being
-    vectorised (the product 3x slower). A pass costs about 35 ns whatever its width (the 32 reads of A and their
-    broadcasts, the vector loop's set-up) and 3.7 ns more per 16 columns (AMD EPYC, family 26, model 2)."""
+def _block4(a: F, at: bool, i: int, nr: int, b: F, k0: int, k1: int, j0: int, jt: int, jn: int, s: F,
+            r0: int) -> None:
+    """For the nr (1..4) rows i, i+1, ...: s[r0 + r, j] = the running sum, left to right from +0.0, of A[i + r, k] *
+    B[k, j0 + j] over k0 <= k < k1, for jt <= j < jn (rows r >= nr repeat row i and are discarded, so s has rows
+    r0..r0+3; A = a, or aᵀ when at: see _el; the columns before jt are the register tiles', see _tiles). KP (eight or
+    four) k per pass over the four rows of s (then one at a time for the rest of the span), each loaded B[k, j] used by
+    the four rows (register blocking) and each s[r, j] loaded and stored once per pass; within a pass each s[r, j] still
+    adds its terms one after the other, each product rounded before its addition. Eight rather than four where the
+    vector registers hold the pass's 32 values of A (AVX-512): the passes' loads and stores of s are halved (the LM
+    head's forward 117 -> 149 GF/s on an AMD EPYC, family 26, model 2, 2 cores); sixteen spill the 64 A values and run
+    slower (93). Four where there are 16 registers (AVX2): eight spill A's values, and four k per pass ran 9-21% faster
+    on every product measured (the median of 7 interleaved runs on an AMD EPYC, family 25, model 1, 2 cores: the LM
+    head's forward 51 -> 62 GF/s, 128 x 576 by 576 x 576 59 -> 67, the tiny model's 64 x 32 by 32 x 32 8.9 -> 9.7). Only
+    the CPU's pass length is compiled (the other's loop is dead code for LLVM); no pass of four after the eights: every
+    span here is a multiple of eight but a ragged last block (K mod 16), and each vectorised loop costs compile time at
+    a cold start. B and s are indexed directly, not through a slice per row of B or of s, and their columns are unsigned
+    indices: a signed one (j0 + j, or j from jt) has numba test it for a negative (Python's wraparound), which kept the
+    loop over j from being vectorised (the product 3x slower). A pass costs about 35 ns whatever its width (the 32 reads
+    of A and their broadcasts, the vector loop's set-up) and 3.7 ns more per 16 columns
+    (AMD EPYC, family 26, model 2)."""
     i1 = i + 1 if nr > 1 else i
     i2 = i + 2 if nr > 2 else i
     i3 = i + 3 if nr > 3 else i
     r1, r2, r3 = r0 + 1, r0 + 2, r0 + 3
     u0 = np.uint64(j0)
-    for j in range(jn):
-        s[r0, j] = _ZERO
-        s[r1, j] = _ZERO
-        s[r2, j] = _ZERO
-        s[r3, j] = _ZERO
+    if jt == jn:
+        return
+    for j in range(jt, jn):
+        js = np.uint64(j)
+        s[r0, js] = _ZERO
+        s[r1, js] = _ZERO
+        s[r2, js] = _ZERO
+        s[r3, js] = _ZERO
     kk = k0
     while KP == 8 and kk + 8 <= k1:
         k4 = kk + 4
@@ -163,43 +242,42 @@ def _block4(a: F, at: bool, i: int, nr: int, b: F, k0: int, k1: int, j0: int, jn
         y20, y21, y22, y23 = _el(a, at, i2, k4), _el(a, at, i2, k4 + 1), _el(a, at, i2, k4 + 2), _el(a, at, i2, k4 + 3)
         x30, x31, x32, x33 = _el(a, at, i3, kk), _el(a, at, i3, kk + 1), _el(a, at, i3, kk + 2), _el(a, at, i3, kk + 3)
         y30, y31, y32, y33 = _el(a, at, i3, k4), _el(a, at, i3, k4 + 1), _el(a, at, i3, k4 + 2), _el(a, at, i3, k4 + 3)
-        for j in range(jn):
-            jb = u0 + np.uint64(j)
+        for j in range(jt, jn):
+            js = np.uint64(j)
+            jb = u0 + js
             c0, c1, c2, c3 = b[kk, jb], b[kk + 1, jb], b[kk + 2, jb], b[kk + 3, jb]
             c4, c5, c6, c7 = b[k4, jb], b[k4 + 1, jb], b[k4 + 2, jb], b[k4 + 3, jb]
-            t = (((s[r0, j] + x00 * c0) + x01 * c1) + x02 * c2) + x03 * c3
-            s[r0, j] = (((t + y00 * c4) + y01 * c5) + y02 * c6) + y03 * c7
-            t = (((s[r1, j] + x10 * c0) + x11 * c1) + x12 * c2) + x13 * c3
-            s[r1, j] = (((t + y10 * c4) + y11 * c5) + y12 * c6) + y13 * c7
-            t = (((s[r2, j] + x20 * c0) + x21 * c1) + x22 * c2) + x23 * c3
-            s[r2, j] = (((t + y20 * c4) + y21 * c5) + y22 * c6) + y23 * c7
-            t = (((s[r3, j] + x30 * c0) + x31 * c1) + x32 * c2) + x33 * c3
-            s[r3, j] = (((t + y30 * c4) + y31 * c5) + y32 * c6) + y33 * c7
+            s[r0, js] = _add4(_add4(s[r0, js], x00, x01, x02, x03, c0, c1, c2, c3), y00, y01, y02, y03, c4, c5, c6, c7)
+            s[r1, js] = _add4(_add4(s[r1, js], x10, x11, x12, x13, c0, c1, c2, c3), y10, y11, y12, y13, c4, c5, c6, c7)
+            s[r2, js] = _add4(_add4(s[r2, js], x20, x21, x22, x23, c0, c1, c2, c3), y20, y21, y22, y23, c4, c5, c6, c7)
+            s[r3, js] = _add4(_add4(s[r3, js], x30, x31, x32, x33, c0, c1, c2, c3), y30, y31, y32, y33, c4, c5, c6, c7)
         kk += 8
     while KP == 4 and kk + 4 <= k1:
         x00, x01, x02, x03 = _el(a, at, i, kk), _el(a, at, i, kk + 1), _el(a, at, i, kk + 2), _el(a, at, i, kk + 3)
         x10, x11, x12, x13 = _el(a, at, i1, kk), _el(a, at, i1, kk + 1), _el(a, at, i1, kk + 2), _el(a, at, i1, kk + 3)
         x20, x21, x22, x23 = _el(a, at, i2, kk), _el(a, at, i2, kk + 1), _el(a, at, i2, kk + 2), _el(a, at, i2, kk + 3)
         x30, x31, x32, x33 = _el(a, at, i3, kk), _el(a, at, i3, kk + 1), _el(a, at, i3, kk + 2), _el(a, at, i3, kk + 3)
-        for j in range(jn):
-            jb = u0 + np.uint64(j)
+        for j in range(jt, jn):
+            js = np.uint64(j)
+            jb = u0 + js
             c0, c1, c2, c3 = b[kk, jb], b[kk + 1, jb], b[kk + 2, jb], b[kk + 3, jb]
-            s[r0, j] = (((s[r0, j] + x00 * c0) + x01 * c1) + x02 * c2) + x03 * c3
-            s[r1, j] = (((s[r1, j] + x10 * c0) + x11 * c1) + x12 * c2) + x13 * c3
-            s[r2, j] = (((s[r2, j] + x20 * c0) + x21 * c1) + x22 * c2) + x23 * c3
-            s[r3, j] = (((s[r3, j] + x30 * c0) + x31 * c1) + x32 * c2) + x33 * c3
+            s[r0, js] = _add4(s[r0, js], x00, x01, x02, x03, c0, c1, c2, c3)
+            s[r1, js] = _add4(s[r1, js], x10, x11, x12, x13, c0, c1, c2, c3)
+            s[r2, js] = _add4(s[r2, js], x20, x21, x22, x23, c0, c1, c2, c3)
+            s[r3, js] = _add4(s[r3, js], x30, x31, x32, x33, c0, c1, c2, c3)
         kk += 4
     while kk < k1:
         x00 = _el(a, at, i, kk)
         x10 = _el(a, at, i1, kk)
         x20 = _el(a, at, i2, kk)
         x30 = _el(a, at, i3, kk)
-        for j in range(jn):
-            c0 = b[kk, u0 + np.uint64(j)]
-            s[r0, j] = s[r0, j] + x00 * c0
-            s[r1, j] = s[r1, j] + x10 * c0
-            s[r2, j] = s[r2, j] + x20 * c0
-            s[r3, j] = s[r3, j] + x30 * c0
+        for j in range(jt, jn):
+            js = np.uint64(j)
+            c0 = b[kk, u0 + js]
+            s[r0, js] = s[r0, js] + x00 * c0
+            s[r1, js] = s[r1, js] + x10 * c0
+            s[r2, js] = s[r2, js] + x20 * c0
+            s[r3, js] = s[r3, js] + x30 * c0
         kk += 1
 
 
@@ -261,8 +339,10 @@ def _mm_task_body(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, task
         lev = 0
         while (blk >> lev) & 1:
             lev += 1
+        ng = mr // RB if TILE and jn >= 16 else 0
+        jt = _tiles(a, at, i0, ng, b, k0, k1, j0, jn, stacks[lev]) if ng > 0 else 0
         for r in range(0, mr, RB):
-            _block4(a, at, i0 + r, min(RB, mr - r), b, k0, k1, j0, jn, stacks[lev], r)
+            _block4(a, at, i0 + r, min(RB, mr - r), b, k0, k1, j0, jt if r < ng * RB else 0, jn, stacks[lev], r)
         if lev > 0:
             for r in range(mr):
                 _merge(stacks, lev, r, jn)
