@@ -131,11 +131,11 @@ def test_register_tiles_and_passes_give_the_same_bits() -> None:
     # the register tiles (TILE, where there are 16 vector registers) and _block4's passes alone (where there are
     # 32) are speed choices: both must give mm_plain's bits, with ragged strips (N mod 16), ragged row groups
     # (M mod 4, and M < 4: no tile), column tiles narrower than N (strips from a column j0 > 0), A transposed and
-    # C written transposed
+    # C written transposed; N = 512: B's strips packed before the tiles read them
     rng = np.random.default_rng(17)
     drivers = {t: _serial_with_tiles(t) for t in (True, False)}
     for m, k, n, jtw in [(4, 16, 16, 16), (7, 33, 37, 48), (16, 40, 48, 32), (13, 5, 100, 112), (3, 20, 32, 32),
-                         (9, 0, 16, 16)]:
+                         (9, 0, 16, 16), (8, 20, 512, 256)]:
         a, b = _rand(rng, m, k), _rand(rng, k, n)
         want = MM.mm_plain(a, b)
         for at in (False, True):

@@ -138,21 +138,23 @@ def _add4(t: np.float32, x0: np.float32, x1: np.float32, x2: np.float32, x3: np.
 
 
 @numba.njit(inline="always")
-def _tile4(af: F, ia: np.uint64, sr: np.uint64, sk: np.uint64, b: F, k0: int, k1: int, jb: np.uint64, s: F, r0: int,
-           j: int) -> None:
-    """s[r0 + r, j:j + 16] = the running sums, left to right from +0.0, of A[row r, k] * B[k, jb:jb + 16] over
+def _tile4(af: F, ia: np.uint64, sr: np.uint64, sk: np.uint64, bb: F, p0: int, jb: np.uint64, k0: int, k1: int, s: F,
+           r0: int, j: int) -> None:
+    """s[r0 + r, j:j + 16] = the running sums, left to right from +0.0, of A[row r, k] * B[k, strip] over
     k0 <= k < k1 for the four rows r = 0..3, A[row r, k] being af[ia + r sr + k sk] (A's numbers as one flat array,
-    its rows sr apart and its k sk apart): a register tile, its eight vector sums (four rows by two vectors of eight
-    columns) held in registers over the whole span, each step a product rounded and then added (simd.madd8). Per k it
-    loads two vectors of B and four numbers of A for 64 multiply-adds, where a pass of _block4 also loads and stores
-    each of its sums."""
+    its rows sr apart and its k sk apart) and B[k, strip] the 16 numbers bb[p0 + k - k0, jb:jb + 16] (B itself, or
+    the strip packed by _tiles): a register tile, its eight vector sums (four rows by two vectors of eight columns)
+    held in registers over the whole span, each step a product rounded and then added (simd.madd8). Per k it loads
+    two vectors of B and four numbers of A for 64 multiply-adds, where a pass of _block4 also loads and stores each of
+    its sums."""
     c00, c01, c10, c11 = zero8(), zero8(), zero8(), zero8()
     c20, c21, c30, c31 = zero8(), zero8(), zero8(), zero8()
-    jb8 = jb + np.uint64(8)
     q0 = ia + np.uint64(k0) * sk
     q1, q2, q3 = q0 + sr, q0 + sr + sr, q0 + sr + sr + sr
+    jb8 = jb + np.uint64(8)
     for k in range(k0, k1):
-        b0, b1 = load8(b, k, jb), load8(b, k, jb8)
+        p = p0 + k - k0
+        b0, b1 = load8(bb, p, jb), load8(bb, p, jb8)
         x = splat8(af[q0])
         c00, c01 = madd8(c00, x, b0), madd8(c01, x, b1)
         x = splat8(af[q1])
@@ -173,27 +175,41 @@ def _tile4(af: F, ia: np.uint64, sr: np.uint64, sk: np.uint64, b: F, k0: int, k1
 
 
 @numba.njit(inline="always")
-def _tiles(a: F, at: bool, i0: int, ng: int, b: F, k0: int, k1: int, j0: int, jn: int, s: F) -> int:
+def _tiles(a: F, at: bool, i0: int, ng: int, b: F, k0: int, k1: int, j0: int, jn: int, s: F, pb: F) -> int:
     """The rows i0 .. i0 + 4 ng - 1 (ng groups of four) by the columns in whole strips of 16, in register tiles
     (_tile4; s's rows 4 g .. 4 g + 3 for group g): strip by strip, each strip's numbers of B (the block's k by 16)
     read from the L1 cache by every group. Returns the columns done (jn rounded down to 16); _block4's passes do the
     rest. Where there are 16 vector registers (TILE): a pass of four k keeps 16 values of A, four sums and B's
     values in flight and reloads A's broadcasts from the stack, where a tile keeps its eight sums in registers for
     the whole block. On an AMD EPYC (family 25, model 1; AVX2), 2 cores, tiles against passes alone, both compiled in
-    one process, 7 interleaved rounds, three runs (GF/s medians): the LM head's forward 42.9 / 56.4 / 49.6 against
-    37.9 / 47.3 / 37.3 (1.13-1.33x), 128 x 576 by 576 x 576 1.09-1.25x, the tiny model's 64 x 32 by 32 x 32
-    1.24-1.26x, 576 x 128 by 128 x 576 1.05-1.13x, 128 x 1536 by 1536 x 576 0.98-1.02x, 128 x 576 by 576 x 1536
-    0.89-1.25x, and the head's dX (all 128 rows a task, B streamed) 0.87-0.95x; the smol step 1.9-2.6 s against
-    2.3-3.0 s (two interleaved `bendtorch bench` runs of 3 rounds each), the cold `train --model tiny` the same within
-    the noise (15.3-17.5 s against 15.7-16.5)."""
+    one process, the median of 7 interleaved rounds, two runs: the LM head's forward 1.20 / 1.23x (49.1 against 41.0
+    GF/s), 128 x 576 by 576 x 576 1.07 / 1.06x, the tiny model's 64 x 32 by 32 x 32 1.17 / 1.17x, 576 x 128 by
+    128 x 576 1.09 / 1.01x, 128 x 1536 by 1536 x 576 1.01 / 1.06x, 128 x 576 by 576 x 1536 1.01 / 0.91x, 128 x 576
+    by 576 x 49152 0.95 / 0.95x, and the head's dX (all 128 rows a task, B streamed once) 0.83 / 0.88x. Without the
+    packing of B's strips, that wide product ran at 0.70x (its B's rows 192 KiB apart), the others alike; packed
+    always, the products that need no packing lost up to a tenth. The cold `train --model tiny` took the same time
+    within the noise (15.3-17.5 s against 15.7-16.5)."""
     af = a.reshape(a.size)  # a view: A's numbers by flat index, unsigned (no wraparound test)
     wa = np.uint64(a.shape[1])
     sr, sk = (np.uint64(1), wa) if at else (wa, np.uint64(1))
     u0 = np.uint64(j0)
     jt = jn - jn % 16
+    nk = k1 - k0
+    # B's rows a multiple of 2 KiB apart (N a multiple of 512) fall in at most two of the L1 cache's 64 sets, and a
+    # strip's 16 rows evict one another: such a strip is first packed, a row of 16 numbers per k (copies only)
+    pack = b.shape[1] % 512 == 0
     for j in range(0, jt, 16):
-        for g in range(ng):
-            _tile4(af, np.uint64(i0 + 4 * g) * sr, sr, sk, b, k0, k1, u0 + np.uint64(j), s, 4 * g, j)
+        jb = u0 + np.uint64(j)
+        if pack:
+            p0 = (j // 16) * nk
+            for q in range(nk):
+                store8(pb, p0 + q, 0, load8(b, k0 + q, jb))
+                store8(pb, p0 + q, 8, load8(b, k0 + q, jb + np.uint64(8)))
+            for g in range(ng):
+                _tile4(af, np.uint64(i0 + 4 * g) * sr, sr, sk, pb, p0, np.uint64(0), k0, k1, s, 4 * g, j)
+        else:
+            for g in range(ng):
+                _tile4(af, np.uint64(i0 + 4 * g) * sr, sr, sk, b, k0, jb, k0, k1, s, 4 * g, j)
     return jt
 
 
@@ -334,13 +350,14 @@ def _mm_task_body(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, task
     jn = min(jtw, n - j0)
     # the rows' stacks, level by level (three rows more: _block4's scratch rows for a last group of fewer than four)
     stacks = np.empty((nlev, mb + RB - 1, jtw), dtype=np.float32)
+    pb = np.empty(((jtw // 16) * kb if TILE else 0, 16), dtype=np.float32)  # _tiles' packed strips of B
     for blk in range(nb):
         k0, k1 = block_span(blk, kb, k)
         lev = 0
         while (blk >> lev) & 1:
             lev += 1
         ng = mr // RB if TILE and jn >= 16 else 0
-        jt = _tiles(a, at, i0, ng, b, k0, k1, j0, jn, stacks[lev]) if ng > 0 else 0
+        jt = _tiles(a, at, i0, ng, b, k0, k1, j0, jn, stacks[lev], pb) if ng > 0 else 0
         for r in range(0, mr, RB):
             _block4(a, at, i0 + r, min(RB, mr - r), b, k0, k1, j0, jt if r < ng * RB else 0, jn, stacks[lev], r)
         if lev > 0:
