@@ -14,9 +14,10 @@ cumulative: the second library's figure includes the first's).
 
 Also measured: the wall time of a new user's first command, `bendtorch train --model tiny --steps 5`, in a fresh
 process on a cold numba cache (an empty NUMBA_CACHE_DIR, so every kernel compiles) without and with the cold-start
-warm-up process (impl.kernels.warm), and then warm (the same directory again); the full erf sweep's wall time, read
-from reports/results/atlas/erf/sweep_full.json when it exists (the sum of the runs that made it, `bendtorch sweep
-erf`; the sweep is not rerun); with laws=True, the wall time of `bendtorch laws --profile ci` (a subprocess).
+warm-up process (impl.kernels.warm), and then warm (the same directory again), and likewise of `bendtorch sweep exp
+--sample 100000` cold and warm; the full erf sweep's wall time, read from reports/results/atlas/erf/sweep_full.json
+when it exists (the sum of the runs that made it, `bendtorch sweep erf`; the sweep is not rerun); with laws=True, the
+wall time of `bendtorch laws --profile ci` (a subprocess).
 """
 
 from __future__ import annotations
@@ -153,6 +154,28 @@ def first_step_times() -> dict[str, Any]:
     return out
 
 
+# the sampled sweep the cold-start goal names, as a user runs it (every library that provides exp, the plot drawn)
+SAMPLE_SWEEP = ["sweep", "exp", "--sample", "100000", "--quiet"]
+
+
+def sample_sweep_times() -> dict[str, Any]:
+    """Wall time of a fresh `bendtorch sweep exp --sample 100000` (SAMPLE_SWEEP) in a scratch folder: on an empty
+    numba cache (NUMBA_CACHE_DIR: its kernels compile), then warm (that cache again, a new output folder)."""
+    import subprocess
+    import tempfile
+
+    out: dict[str, Any] = {"command": ["bendtorch", *SAMPLE_SWEEP]}
+    with tempfile.TemporaryDirectory(prefix="bench-sweep-") as d:
+        kw = _elsewhere(d)
+        kw["env"].update(NUMBA_CACHE_DIR=os.path.join(d, "cache"))
+        for kind in ("cold_cache", "warm_cache"):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "bendtorch", *SAMPLE_SWEEP, "--out", os.path.join(d, kind)],
+                           capture_output=True, text=True, check=True, **kw)
+            out[f"{kind}_process_s"] = time.perf_counter() - t0
+    return out
+
+
 def erf_sweep_time() -> dict[str, Any] | None:
     """The full erf sweep's wall time, from its saved result (not rerun): the sum of the runs that made it (a run
     may add libraries to the file, or merge the chunks earlier runs left), each listed."""
@@ -188,7 +211,8 @@ def laws_ci_time() -> dict[str, Any]:
 
 # The speed goals, as ratios of impl's figure to PyTorch's measured in the same run (median over the rounds) and
 # wall times of the first commands a new user runs
-GOALS = {"tiny": 0.5, "smol": 0.8, "smol_rss": 0.85, "first_step_cold_s": 8.0, "laws_ci_s": 45.0, "erf_sweep_s": 180.0}
+GOALS = {"tiny": 0.5, "smol": 0.8, "smol_rss": 0.85, "first_step_cold_s": 8.0, "laws_ci_s": 45.0, "erf_sweep_s": 180.0,
+         "sample_sweep_cold_s": 10.0}
 
 
 def goals(res: dict[str, Any]) -> list[dict[str, Any]]:
@@ -210,6 +234,9 @@ def goals(res: dict[str, Any]) -> list[dict[str, Any]]:
     if res.get("first_step_fresh_process"):
         row("first train --model tiny --steps 5, cold cache", f"wall <= {GOALS['first_step_cold_s']} s",
             res["first_step_fresh_process"]["cold_cache_process_s"], GOALS["first_step_cold_s"])
+    if res.get("sample_sweep"):
+        row("first sweep exp --sample 100000, cold cache", f"wall <= {GOALS['sample_sweep_cold_s']} s",
+            res["sample_sweep"]["cold_cache_process_s"], GOALS["sample_sweep_cold_s"])
     if res.get("erf_sweep") and res["erf_sweep"].get("seconds") is not None:
         row("full erf sweep (saved run)", f"wall <= {GOALS['erf_sweep_s']} s", res["erf_sweep"]["seconds"],
             GOALS["erf_sweep_s"])
@@ -279,6 +306,9 @@ def bench(models: tuple[str, ...] = ("tiny", "smol"), repeats: int | None = None
         print(f"{' '.join(fs['command'])}: cold cache {fs['cold_cache_process_s']:.1f} s (without the warm-up "
               f"process {fs['cold_cache_no_warmup_process_s']:.1f} s), warm cache {fs['warm_cache_process_s']:.1f} s",
               flush=True)
+        ss = res["sample_sweep"] = sample_sweep_times()
+        print(f"{' '.join(ss['command'])}: cold cache {ss['cold_cache_process_s']:.1f} s, warm cache "
+              f"{ss['warm_cache_process_s']:.1f} s", flush=True)
     res["erf_sweep"] = erf_sweep_time()
     if res["erf_sweep"] is not None:
         print(f"full erf sweep (saved run, {res['erf_sweep']['file']}): {res['erf_sweep']['seconds']:.0f} s")

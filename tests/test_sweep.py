@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,7 @@ from bendtorch.records.machine import machine
 from bendtorch.records.schemas import validate
 from bendtorch.reports import sweep as S
 from bendtorch.reports.sweep import kernels as K
+from bendtorch.reports.sweep.bound import bound
 from bendtorch.reports.sweep.chunkpass import reference, round32_mp
 from bendtorch.reports.sweep.libraries import resolve, resolve_ref
 from tests.bitcheck import without_run_details
@@ -497,3 +499,48 @@ def test_dask_local_cluster_gives_the_pools_json(tmp_path: Path) -> None:
     dask = S.sweep("sin", ["impl", "numpy"], tmp_path / "dask", dask="local", **kw)
     assert without_run_details(pool) == without_run_details(dask)
     assert pool["libraries"]["impl"]["finite_inputs"] == 2 * (1 << 13)
+
+
+def test_each_reference_pass_runs_its_own_reference_and_is_cached_apart() -> None:
+    # reports.sweep.bound compiles a copy of the pass per reference: a copy that ran another reference (one cache file
+    # serving two, the failure a shared name would cause) gives that reference's values, caught here
+    bits = np.array([0x3F000000, 0x40000000, 0x3C000000], dtype=np.uint32)   # 0.5, 2, 2^-7
+    n = bits.size
+    for name in ("exp", "log", "tanh"):
+        ref = resolve_ref(FUNCTIONS[name].reference)
+        y64, c32 = np.empty(2 * n), np.empty(2 * n, np.float32)
+        hard, sc = np.empty(2 * n, dtype=np.int64), np.empty(2 * n)
+        K.ref_pass(ref, bits, K.SYMMETRY["none"], y64, c32, hard, sc)
+        for i in range(n):
+            assert y64[i] == ref(float(_f32(int(bits[i]))))[0], (name, i)
+    copies = {bound(K._ref_pass, _F=resolve_ref(FUNCTIONS[f].reference)) for f in ("exp", "log", "tanh")}
+    assert len(copies) == 3 and bound(K._ref_pass, _F=resolve_ref(FUNCTIONS["exp"].reference)) in copies
+    folders = {c._cache._cache_path for c in copies}
+    names = {c.py_func.__qualname__ for c in copies}
+    assert len(folders) == 3 and len(names) == 3   # a folder by the reference's code digest, a name by its own
+
+
+def test_a_second_sweep_process_loads_the_reference_pass_from_the_cache(tmp_path: Path) -> None:
+    # the passes bound to a reference or a library's function are cached on disk (compiled once, not once per
+    # process): the second process compiles nothing; torch is not imported for libraries that do not use it, and
+    # runs on one thread once one that does has imported it (where a range splits moves which numbers its scalar
+    # tail computes)
+    code = ("import sys\n"
+            "import bendtorch.impl.kernels.warm  # records the compilations (BENDTORCH_WARM_RECORD)\n"
+            "from bendtorch.reports.sweep import sweep_patterns\n"
+            "from bendtorch.reports.sweep.patterns import sample_patterns\n"
+            "sweep_patterns('exp', ['numpy', 'impl'], sample_patterns(256), workers=1, progress=False)\n"
+            "print('torch' in sys.modules)\n"
+            "sweep_patterns('exp', ['torch'], sample_patterns(256), workers=1, progress=False)\n"
+            "print(sys.modules['torch'].get_num_threads())\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    runs = []
+    for k in range(2):
+        env["BENDTORCH_WARM_RECORD"] = str(tmp_path / f"events{k}.json")
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+        runs.append([q for _, q, _ in json.loads((tmp_path / f"events{k}.json").read_text())["every"]])
+        assert r.stdout.split()[-2:] == ["False", "1"], "torch imported for numpy and impl, or run on 2 threads"
+    assert "_ref_pass_bendtorch_oracle_functions_ref_exp" in runs[0]
+    assert "_map1_bendtorch_impl_kernels_portable_exp_exp32" in runs[0]
+    assert runs[1] == [], f"the second process compiled {runs[1]}"

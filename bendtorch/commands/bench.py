@@ -31,7 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="write the figures as JSON (its directory must exist)")
     p.add_argument("--laws", action="store_true",
                    help="also time `bendtorch laws --profile ci` in a subprocess (minutes)")
-    p.add_argument("--no-startup", action="store_true", help="skip the fresh-process first-step timings")
+    p.add_argument("--no-startup", action="store_true",
+                   help="skip the fresh-process timings (the first training step, the sampled sweep)")
     p.add_argument("--state-bytes", action="store_true",
                    help="also measure the optimizer state's bytes after one smol step: F32 AdamW against packed "
                         "BF16 moments (bench/state_bytes.py)")

@@ -175,6 +175,14 @@ def _tile4(af: F, ia: np.uint64, sr: np.uint64, sk: np.uint64, bb: F, p0: int, j
 
 
 @numba.njit(inline="always")
+def _packs(b: F) -> bool:
+    """Whether _tiles packs B's strips: B's rows a multiple of 2 KiB apart (N a multiple of 512) fall in at most two
+    of the L1 cache's 64 sets, and a strip's 16 rows evict one another; such a strip is first packed, a row of 16
+    numbers per k (copies only)."""
+    return b.shape[1] % 512 == 0  # type: ignore[no-any-return]
+
+
+@numba.njit(inline="always")
 def _tiles(a: F, at: bool, i0: int, ng: int, b: F, k0: int, k1: int, j0: int, jn: int, s: F, pb: F) -> int:
     """The rows i0 .. i0 + 4 ng - 1 (ng groups of four) by the columns in whole strips of 16, in register tiles
     (_tile4; s's rows 4 g .. 4 g + 3 for group g): strip by strip, each strip's numbers of B (the block's k by 16)
@@ -195,9 +203,7 @@ def _tiles(a: F, at: bool, i0: int, ng: int, b: F, k0: int, k1: int, j0: int, jn
     u0 = np.uint64(j0)
     jt = jn - jn % 16
     nk = k1 - k0
-    # B's rows a multiple of 2 KiB apart (N a multiple of 512) fall in at most two of the L1 cache's 64 sets, and a
-    # strip's 16 rows evict one another: such a strip is first packed, a row of 16 numbers per k (copies only)
-    pack = b.shape[1] % 512 == 0
+    pack = _packs(b)
     for j in range(0, jt, 16):
         jb = u0 + np.uint64(j)
         if pack:
@@ -350,7 +356,7 @@ def _mm_task_body(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, task
     jn = min(jtw, n - j0)
     # the rows' stacks, level by level (three rows more: _block4's scratch rows for a last group of fewer than four)
     stacks = np.empty((nlev, mb + RB - 1, jtw), dtype=np.float32)
-    pb = np.empty(((jtw // 16) * kb if TILE else 0, 16), dtype=np.float32)  # _tiles' packed strips of B
+    pb = np.empty(((jtw // 16) * kb if TILE and _packs(b) else 0, 16), dtype=np.float32)  # _tiles' packed strips
     for blk in range(nb):
         k0, k1 = block_span(blk, kb, k)
         lev = 0

@@ -13,6 +13,7 @@ HALF_X_RULE decides, a proof from the function's form instead of mpmath.
 from __future__ import annotations
 
 import math
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -127,6 +128,22 @@ def reference(fn: SweepFunction, bits: Any, reuse: bool = False) -> Reference:
     return Reference(y64, c32, hard_x, flips, f64err, by_rule)
 
 
+def one_thread() -> None:
+    """torch on one thread, once something has imported it: its vectorised loops then never split a range (where a
+    range splits decides which numbers its scalar tail computes, and the tail can give other bits). torch is not
+    imported here: a sweep of other libraries would wait about 3 s for it."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+
+
+def _resolved(spec: str) -> Callable[[Any], Any]:
+    """The library function `spec` names (resolve), with torch on one thread should resolving it have imported it."""
+    f = resolve(spec)
+    one_thread()
+    return f
+
+
 def process_bits(fn: SweepFunction, libs: tuple[SweepLibrary, ...], bits: Any) -> dict[str, dict[str, Any]]:
     """Every figure of each library for the function on the positive patterns `bits` (uint32, sign bit clear) and
     their negatives (the reference computed once for all of them), by library name."""
@@ -155,7 +172,7 @@ def process_bits(fn: SweepFunction, libs: tuple[SweepLibrary, ...], bits: Any) -
         miss = np.empty(MISS_CAP, dtype=np.int64)
         miss_want = np.empty(MISS_CAP, dtype=np.uint32)
         miss_n = np.zeros(1, dtype=np.int64)
-        r = np.asarray(resolve(lib.functions[fn.name])(xs))
+        r = np.asarray(_resolved(lib.functions[fn.name])(xs))
         if r.dtype != np.float32 or r.shape != xs.shape:
             raise TypeError(f"library {lib.name}: {fn.name} gave a {r.dtype} array of shape {r.shape} for a float32 "
                             f"array of shape {xs.shape} (a float32 array of the same shape is wanted)")
@@ -166,7 +183,7 @@ def process_bits(fn: SweepFunction, libs: tuple[SweepLibrary, ...], bits: Any) -
         acc["miss"], acc["miss_want"], acc["miss_n"] = miss[:k].copy(), miss_want[:k].copy(), miss_n.copy()
         if lib.name in fn.twins:
             twin = LIBRARIES[fn.twins[lib.name]]
-            acc["twin_diff"][0] = K.twin_diff(r, np.atleast_2d(resolve(twin.functions[fn.name])(xs)))
+            acc["twin_diff"][0] = K.twin_diff(r, np.atleast_2d(_resolved(twin.functions[fn.name])(xs)))
         acc["hard_bits"] = ref.hard_bits
         acc["hard_flip"] = ref.hard_flip
         acc["hard_f64_err"] = np.array([ref.f64_err])

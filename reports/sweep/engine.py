@@ -24,7 +24,7 @@ import numpy as np
 from bendtorch.records.functions import SweepFunction
 from bendtorch.records.libraries import SweepLibrary
 from bendtorch.reports.sweep import chunks as C
-from bendtorch.reports.sweep.chunkpass import Task, libm_mode, merge, run_task
+from bendtorch.reports.sweep.chunkpass import Task, libm_mode, merge, one_thread, run_task
 from bendtorch.reports.sweep.errors import SweepError, shown
 from bendtorch.reports.sweep.libraries import is_local
 
@@ -37,12 +37,11 @@ class LibraryFailed(Exception):
 
 
 def worker_init() -> None:
-    """One thread per worker process (torch's vectorised loops then never split a range)."""
+    """One thread per worker process: numba's now, torch's once a library has imported it (one_thread)."""
     import numba
-    import torch
 
-    torch.set_num_threads(1)
     numba.set_num_threads(1)
+    one_thread()
 
 
 def _task_with_key(it: tuple[int, Task]) -> tuple[int, dict[str, dict[str, Any]]]:

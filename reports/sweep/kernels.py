@@ -17,6 +17,7 @@ import numpy as np
 from bendtorch.impl.kernels.portable.eft import f2u, u2f
 from bendtorch.oracle.ulp import ulp32_1, ulp_error1_u
 from bendtorch.records.functions import ERROR_BOUND
+from bendtorch.reports.sweep.bound import bound
 
 REL_MARGIN = ERROR_BOUND  # the float64 error allowed for, relative to the reference's scale
 OVERFLOW_EDGE = 2.0 ** 128 - 2.0 ** 103  # float32 rounding sends |y| >= this to infinity
@@ -108,12 +109,12 @@ def is_hard(y: float, c: float, s: float) -> bool:
     return near_boundary(y, c, s)
 
 
-@numba.njit
-def ref_pass(ref: Any, bits: Any, sym: int, y64: Any, c32: Any, hard: Any, hscale: Any) -> int:
-    """The reference for x = +pattern (first half) and -pattern (second half); an odd or even function's second
-    half is the first's mirror (the float32 rounding is symmetric). Lists the hard cases (their indices, ascending,
-    and the reference's scale there: the only inputs whose scale is wanted) in `hard` and `hscale` as far as they
-    hold; returns how many there are (more than they hold: run it again with room for all)."""
+def _ref_pass(bits: Any, sym: int, y64: Any, c32: Any, hard: Any, hscale: Any) -> int:
+    """The reference _F (bound by `bound`) for x = +pattern (first half) and -pattern (second half); an odd or even
+    function's second half is the first's mirror (the float32 rounding is symmetric). Lists the hard cases (their
+    indices, ascending, and the reference's scale there: the only inputs whose scale is wanted) in `hard` and
+    `hscale` as far as they hold; returns how many there are (more than they hold: run it again with room for
+    all)."""
     n = bits.size
     nh = 0
     for h in range(2):
@@ -128,7 +129,7 @@ def ref_pass(ref: Any, bits: Any, sym: int, y64: Any, c32: Any, hard: Any, hscal
         for i in range(n):
             k = h * n + i
             x = np.float64(_u2f(bits[i] | sbit))
-            y, s = ref(x)
+            y, s = _F(x)
             c = np.float32(y)
             y64[k] = y
             c32[k] = c
@@ -304,12 +305,24 @@ def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, pcs: Any, sym: int, cnt: A
         cnt[h, 0, C_FAITH] += f0
 
 
-@numba.njit
-def pieces(piece_of: Any, bits: Any, out: Any) -> None:
-    """out[i] = the piece of x = +bits[i] (0 for NaN and inf)."""
+def _pieces(bits: Any, out: Any) -> None:
+    """out[i] = the piece _F (a classifier bound by `bound`) gives x = +bits[i] (0 for NaN and inf)."""
     for i in range(bits.size):
         x = _u2f(bits[i])
-        out[i] = piece_of(x) if x == x and x != np.inf else 0
+        out[i] = _F(x) if x == x and x != np.inf else 0
+
+
+_F: Any = None   # the compiled function a copy of _ref_pass or _pieces calls (each copy binds its own: bound)
+
+
+def ref_pass(ref: Any, bits: Any, sym: int, y64: Any, c32: Any, hard: Any, hscale: Any) -> int:
+    """_ref_pass with the reference `ref` (a compiled float64 x -> (value, scale))."""
+    return int(bound(_ref_pass, _F=ref)(bits, sym, y64, c32, hard, hscale))
+
+
+def pieces(piece_of: Any, bits: Any, out: Any) -> None:
+    """_pieces with the classifier `piece_of` (a compiled float32 x -> piece index)."""
+    bound(_pieces, _F=piece_of)(bits, out)
 
 
 @numba.njit(cache=True)

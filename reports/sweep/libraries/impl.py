@@ -23,18 +23,18 @@ _ONE32 = np.float32(1.0)
 _BASE32 = np.float32(ROPE_BASE)
 
 
-@numba.njit(error_model="numpy")
+@numba.njit(cache=True, error_model="numpy")
 def _rsqrt(v: np.float32) -> Any:
     """RMSNorm's rms_inv (main.bend line 1570) on its argument v = mean + eps: 1 / sqrt(v) in float32."""
     return _ONE32 / math.sqrt(v)
 
 
-@numba.njit
+@numba.njit(cache=True)
 def _sqrt(v: np.float32) -> Any:
     return math.sqrt(v)
 
 
-@numba.njit
+@numba.njit(cache=True)
 def _pow(x: np.float32) -> Any:
     """The RoPE table's powf(base, 2c/d) as a function of its exponent."""
     return libm.pow32(_BASE32, x)
