@@ -132,13 +132,22 @@ def _elsewhere(d: str) -> dict[str, Any]:
     return {"cwd": d, "env": dict(os.environ, HYPOTHESIS_STORAGE_DIRECTORY=str(cache_dir("hypothesis").resolve()))}
 
 
+def _fresh(args: list[str], kw: dict[str, Any], check: bool = True) -> tuple[float, Any]:
+    """`bendtorch ARGS` in a fresh process (subprocess.run's keywords kw, from _elsewhere): its wall time in seconds
+    and its completed process (output captured; a failure raises when `check`)."""
+    import subprocess
+
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "bendtorch", *args], capture_output=True, text=True, check=check, **kw)
+    return time.perf_counter() - t0, r
+
+
 def first_step_times() -> dict[str, Any]:
     """Wall time of a fresh `bendtorch train --model tiny --steps 5` (FIRST_COMMAND): on an empty numba cache
     (NUMBA_CACHE_DIR, so every kernel compiles) with the cold-start warm-up off (BENDTORCH_WARM=0: one process
     compiles everything), on another empty cache as a user gets it (impl.kernels.warm's second process compiling
     beside the command), then warm (that cache again). The user's own cache is neither read nor deleted, so other
     processes using it are not disturbed."""
-    import subprocess
     import tempfile
 
     out: dict[str, Any] = {"command": ["bendtorch", *FIRST_COMMAND]}
@@ -147,10 +156,7 @@ def first_step_times() -> dict[str, Any]:
         for kind, cache, switch in (("cold_cache_no_warmup", "a", "0"), ("cold_cache", "b", "1"),
                                     ("warm_cache", "b", "1")):
             kw["env"].update(NUMBA_CACHE_DIR=os.path.join(d, cache), BENDTORCH_WARM=switch)
-            t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "bendtorch", *FIRST_COMMAND, "--out", os.path.join(d, kind)],
-                           capture_output=True, text=True, check=True, **kw)
-            out[f"{kind}_process_s"] = time.perf_counter() - t0
+            out[f"{kind}_process_s"] = _fresh([*FIRST_COMMAND, "--out", os.path.join(d, kind)], kw)[0]
     return out
 
 
@@ -161,7 +167,6 @@ SAMPLE_SWEEP = ["sweep", "exp", "--sample", "100000", "--quiet"]
 def sample_sweep_times() -> dict[str, Any]:
     """Wall time of a fresh `bendtorch sweep exp --sample 100000` (SAMPLE_SWEEP) in a scratch folder: on an empty
     numba cache (NUMBA_CACHE_DIR: its kernels compile), then warm (that cache again, a new output folder)."""
-    import subprocess
     import tempfile
 
     out: dict[str, Any] = {"command": ["bendtorch", *SAMPLE_SWEEP]}
@@ -169,10 +174,7 @@ def sample_sweep_times() -> dict[str, Any]:
         kw = _elsewhere(d)
         kw["env"].update(NUMBA_CACHE_DIR=os.path.join(d, "cache"))
         for kind in ("cold_cache", "warm_cache"):
-            t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "bendtorch", *SAMPLE_SWEEP, "--out", os.path.join(d, kind)],
-                           capture_output=True, text=True, check=True, **kw)
-            out[f"{kind}_process_s"] = time.perf_counter() - t0
+            out[f"{kind}_process_s"] = _fresh([*SAMPLE_SWEEP, "--out", os.path.join(d, kind)], kw)[0]
     return out
 
 
@@ -192,7 +194,6 @@ def erf_sweep_time() -> dict[str, Any] | None:
 def laws_ci_time() -> dict[str, Any]:
     """Wall time of a first `bendtorch laws --profile ci` in a subprocess (in a scratch folder): on an empty numba
     cache, as a new user runs it (with the cold-start warm-up process), then again on that cache (warm)."""
-    import subprocess
     import tempfile
 
     out: dict[str, Any] = {}
@@ -200,10 +201,7 @@ def laws_ci_time() -> dict[str, Any]:
         kw = _elsewhere(d)
         kw["env"].update(NUMBA_CACHE_DIR=os.path.join(d, "cache"), BENDTORCH_WARM="1")
         for key in ("seconds", "warm_cache_seconds"):
-            t0 = time.perf_counter()
-            r = subprocess.run([sys.executable, "-m", "bendtorch", "laws", "--profile", "ci"], capture_output=True,
-                               text=True, **kw)
-            out[key] = time.perf_counter() - t0
+            out[key], r = _fresh(["laws", "--profile", "ci"], kw, check=False)
             out["returncode"] = max(out.get("returncode", 0), r.returncode)
             out["tail"] = r.stdout.strip().splitlines()[-3:]
     return out

@@ -40,8 +40,8 @@ def bound(template: Any, **fs: Any) -> Any:
     k = _BOUND.get(key)
     if k is not None:
         return k
-    names = [f"{getattr(f, 'py_func', f).__module__}.{getattr(f, 'py_func', f).__qualname__}" for f in fs.values()]
-    suffix = "_" + "_".join(n.replace(".", "_") for n in names)
+    pys = [getattr(f, "py_func", f) for f in fs.values()]
+    suffix = "".join(f"_{py.__module__}_{py.__qualname__}".replace(".", "_") for py in pys)
     copy = renamed_copy(template, suffix, **fs)
     if not all(_cached(f) for f in fs.values()):
         k = _BOUND[key] = numba.njit(copy)
