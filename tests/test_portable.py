@@ -361,11 +361,11 @@ def test_the_committed_tables_hold_the_correctly_rounded_values() -> None:
             assert want == _cr(mf, float(x)), (name, x)
             assert raw(x) != want and _steps(raw(x), want) == 1, (name, x)
             assert pub(x) == want, (name, x)
-        if name == "exp":
-            xs = tk[pick].view(np.float32)
+        if name == "exp":  # every input of the table, and so through exp_array's blocks (a short row is exp32's)
+            xs = tk[full].view(np.float32)
             out = np.empty_like(xs)
             P.exp_array(xs, out)
-            assert (out == np.array([tv[i] for i in pick], np.uint32).view(np.float32)).all()
+            assert xs.size >= 1000 and out.view(np.uint32).tolist() == tv[full].tolist()
 
 
 def test_tables_of_another_digest_are_refused(tmp_path: Path) -> None:

@@ -127,9 +127,14 @@ COS_KEYS, COS_VALS, COS_DISP = _CR["cos_keys"], _CR["cos_vals"], _CR["cos_disp"]
 
 
 @numba.njit(cache=True, inline="always")
+def cr_slot(keys: Any, disp: Any, h: Any) -> Any:
+    """The slot of the table (keys, disp) whose key is the input of hash h = fmix32(its bits), if any is."""
+    return (h & np.uint64(keys.size - 1)) ^ np.uint64(disp[(h >> np.uint64(16)) & np.uint64(disp.size - 1)])
+
+
+@numba.njit(cache=True, inline="always")
 def cr_fix(keys: Any, vals: Any, disp: Any, x: np.float32, y: np.float32) -> Any:
     """y, or the table's correctly rounded value when x is one of its inputs (no branch)."""
     xb = f2u(x)
-    h = fmix32(np.uint64(xb))
-    s = (h & np.uint64(keys.size - 1)) ^ np.uint64(disp[(h >> np.uint64(16)) & np.uint64(disp.size - 1)])
+    s = cr_slot(keys, disp, fmix32(np.uint64(xb)))
     return u2f(vals[s]) if keys[s] == xb else y
