@@ -198,16 +198,17 @@ def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, pcs: Any, sym: int, cnt: A
     BLOCK inputs of one sign at a time. A first loop, without a branch (LLVM vectorises it), computes every input's
     error and settles the common input (x a number, not 0 nor infinite; the result the reference's bits with an
     error below 2, or NaN where the reference is NaN: the inputs the long path finds correctly rounded with an error
-    below 2, or 0):
-    it is counted with the block's sums, binned in the histogram by a short loop, and its error kept for the maxima.
+    below 2, or 0): it is counted with the block's sums, binned in the histogram by a short loop, and its error kept
+    for the maxima.
     Every other input takes the long path, one at a time, and leaves its error (or -1, where it has none) beside the
     others. The maxima are taken over the block last: the largest error and, where it is a new maximum, the first
     input to reach it, the input a loop over the inputs in order keeps. A block whose inputs span two pieces or two
     x bins takes the long path throughout. So the figures are those of one loop over the inputs: tests/
     test_sweep_stats.py holds the pass to a numpy statement of each figure, input by input, on chunks that split
     blocks in every way (and the earlier pass, that one loop, agreed with it). For a library that rounds correctly,
-    3.3-4.0 ns an input against 6.2-7.2 ns for that loop (one chunk near x = 2, the best of 15 runs taken in turn; AMD
-    EPYC, family 25, model 1)."""
+    4.6-4.8 ns an input against 6.1-7.2 ns for that loop (one chunk near x = 2, the best of 15 runs taken in turn; AMD
+    EPYC, family 25, model 1). The long path has no short branch of its own for a correctly rounded input (the
+    first loop settles those): with one, the pass ran 4.1-4.3 ns in the same runs, and took 0.4 s longer to compile."""
     n = bits.size
     eb = np.empty(BLOCK)  # a block's errors (-1: an input that has none: x NaN or infinite)
     qb = np.empty(BLOCK, dtype=np.int32)  # a common input's histogram bin, NB for any other (a bin left unread)
@@ -215,8 +216,6 @@ def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, pcs: Any, sym: int, cnt: A
     for h in range(2):
         sbit = np.uint32(0x80000000) if h == 1 else np.uint32(0)
         chk = sym != 0 and h == 1
-        n0 = 0  # the inputs of piece 0 found correctly rounded with an error below 2 and of them the faithful
-        f0 = 0
         for i0 in range(0, n, BLOCK):
             i1 = min(n, i0 + BLOCK)
             p0 = pcs[i0]
@@ -256,14 +255,10 @@ def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, pcs: Any, sym: int, cnt: A
                 if nsub:
                     spn[SP_SUB] += nsub
                     submax[0] = max(submax[0], np.int64(msub).view(np.float64))
-                if p0 == 0:
-                    n0 += nc
-                    f0 += ncf
-                else:
-                    cnt[h, p0, C_N] += nc
-                    cnt[h, p0, C_CR] += nc
-                    cnt[h, p0, C_W1] += nc
-                    cnt[h, p0, C_FAITH] += ncf
+                cnt[h, p0, C_N] += nc
+                cnt[h, p0, C_CR] += nc
+                cnt[h, p0, C_W1] += nc
+                cnt[h, p0, C_FAITH] += ncf
                 for j in range(i1 - i0):
                     hb[j & 3, qb[j]] += 1
             if not one or nc < i1 - i0:
@@ -271,36 +266,9 @@ def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, pcs: Any, sym: int, cnt: A
                     if one and qb[i - i0] != NB:
                         continue
                     k = h * n + i
-                    ab = bits[i]
-                    b = ab | sbit
+                    b = bits[i] | sbit
                     ri = r[k]
                     ci = c32[k]
-                    normal = ab >= np.uint32(0x00800000) and ab < np.uint32(0x7F800000)
-                    if normal and _f2u(ri) == _f2u(ci) and abs(ci) < np.inf:
-                        # the common input, on a short path: counted as the path below counts it (written out
-                        # here, not shared with the path below through a helper: numba compiled such a helper,
-                        # inlined or not, into a pass three times slower)
-                        if chk:
-                            rp = r[i]
-                            want = _f2u(rp) ^ np.uint32(0x80000000) if sym == ODD else _f2u(rp)
-                            if _f2u(ri) != want and not (ri != ri and rp != rp):
-                                symv[0] += 1
-                        ex = y64[k]
-                        e = abs(np.float64(ri) - ex) * _inv_ulp32(ex)
-                        pc = pcs[i]
-                        if pc == 0:
-                            n0 += 1
-                            if e < 1.0:
-                                f0 += 1
-                        else:
-                            cnt[h, pc, C_N] += 1
-                            cnt[h, pc, C_CR] += 1
-                            cnt[h, pc, C_W1] += 1
-                            if e < 1.0:
-                                cnt[h, pc, C_FAITH] += 1
-                        eb[i - i0] = e
-                        hist[_hbin(e)] += 1
-                        continue
                     eb[i - i0] = -1.0
                     x = _u2f(b)
                     if x != x:
@@ -386,10 +354,6 @@ def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, pcs: Any, sym: int, cnt: A
                     xb = int(bits[i] >> np.uint32(XSHIFT))
                     if e > bmax[h, xb]:
                         bmax[h, xb] = e
-        cnt[h, 0, C_N] += n0
-        cnt[h, 0, C_CR] += n0
-        cnt[h, 0, C_W1] += n0
-        cnt[h, 0, C_FAITH] += f0
     for q in range(4):
         for j in range(NB):
             hist[j] += hb[q, j]

@@ -24,11 +24,16 @@ _TWO = F32(2.0)
 
 
 @numba.njit(cache=True, inline="always")
+def exp_k(xh: np.float32) -> Any:
+    """The nearest integer kf (a float32) to xh 64 / ln 2, ties to even: x's table index is kf mod 64."""
+    return (xh * EXP_INV_L + SHIFTER) - SHIFTER
+
+
+@numba.njit(cache=True, inline="always")
 def exp_reduce(xh: np.float32, xl: np.float32) -> Any:
     """xh + xl = kf ln2/64 + rh + (rl), |rh| <= ln2/128: kf (an integer, as a float32), rh, and the polynomial's
     part q of exp(rh + rl) - 1 - rh (rl folded in); for |xh| <= 104."""
-    t = xh * EXP_INV_L
-    kf = (t + SHIFTER) - SHIFTER
+    kf = exp_k(xh)
     t1 = xh - kf * EXP_L1                      # exact (Sterbenz; kf EXP_L1 is exact)
     rh, rl = two_sum(t1, -(kf * EXP_L2))       # kf EXP_L2 exact
     rl = rl + (xl - kf * EXP_L3)
@@ -117,14 +122,19 @@ ROW_BLOCK = 512        # numbers of a row exp_array takes through its three loop
 SHORT_ROW = 32         # rows shorter than this are exp32 number by number (no buffers to allocate)
 
 
+@numba.njit(cache=True, inline="always")
+def _lanes_x(x: np.float32) -> Any:
+    """x clamped to [-87, EXP_HI]: the argument the vectorised loops evaluate (their results outside are selected
+    apart)."""
+    return min(max(x, _VEC_LO), EXP_HI)
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _exp_keys(x: Any, jj: Any, hs: Any) -> None:
     """The first loop of exp_array's block (vectorised): each number's table index j (exp_reduce's kf mod 64, of x
     clamped to [-87, EXP_HI]) and the hash of its bits (the exception table's, cr_table.fmix32)."""
     for t in range(x.size):
-        xc = min(max(x[t], _VEC_LO), EXP_HI)
-        kf = (xc * EXP_INV_L + SHIFTER) - SHIFTER
-        jj[t] = np.int32(kf) & np.int32(63)
+        jj[t] = np.int32(exp_k(_lanes_x(x[t]))) & np.int32(63)
         hs[t] = U32(fmix32(np.uint64(f2u(x[t]))))
 
 
@@ -149,7 +159,7 @@ def _exp_lanes(x: Any, th: Any, tl: Any, fix: Any) -> None:
     itself: a negative number, which no result is."""
     for t in range(x.size):
         xt = x[t]
-        kf, rh, q = exp_reduce(min(max(xt, _VEC_LO), EXP_HI), ZERO)
+        kf, rh, q = exp_reduce(_lanes_x(xt), ZERO)
         e = np.int32(kf) >> np.int32(6)
         u, w = exp_scale(th[t], tl[t], rh, q)
         big = e > 126
