@@ -159,9 +159,14 @@ def test_pow_with_a_huge_exponent_overflows_and_underflows_cleanly() -> None:
                                                       1e10)
 
 
-def test_exp_array_gives_exp32s_bits_in_place_or_not() -> None:
-    # exp_array is the vectorised loop the row kernels call: the same bits as exp32 on every kind of input (the
-    # exhaustive sweep compares the two on all 2^32 inputs); an input below -87 takes the scalar pass
+@pytest.mark.parametrize("form", ["exp_array_gathers", "exp_array_blocks"])
+def test_exp_array_gives_exp32s_bits_in_place_or_not(form: str) -> None:
+    # exp_array is the vectorised loop the row kernels call, in the form faster on the machine (P.exp_array is one
+    # of the two): both forms give exp32's bits on every kind of input, here on every machine (the exhaustive
+    # sweep compares exp_array and exp32 on all 2^32 inputs); an input below -87 takes the scalar pass
+    from bendtorch.impl.kernels.portable import exp as E
+    exp_array = getattr(E, form)
+    assert P.exp_array in (E.exp_array_gathers, E.exp_array_blocks)
     rng = np.random.default_rng(5)
     specials = [0.0, -0.0, np.inf, -np.inf, np.nan, -87.0, -87.00001, -86.99999, 88.0, 88.72283, 88.72284, 88.8,
                 88.80001, -103.97208, -104.0, 1e-30, -1e-30, 2.9802322e-08, -2.9802322e-08, 1e-45, -1e-45]
@@ -169,10 +174,10 @@ def test_exp_array_gives_exp32s_bits_in_place_or_not() -> None:
                          rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32).view(F32)])
     want = np.array([P.exp32(x) for x in xs[:2000]], dtype=F32)
     out = np.empty_like(xs)
-    P.exp_array(xs, out)
+    exp_array(xs, out)
     assert out[:2000].view(np.uint32).tolist() == want.view(np.uint32).tolist()
     inplace = xs.copy()
-    P.exp_array(inplace, inplace)
+    exp_array(inplace, inplace)
     assert inplace.view(np.uint32).tolist() == out.view(np.uint32).tolist()
     # the rest against the scalar function compiled in a loop
     assert np.array_equal(out.view(np.uint32), _exp32_loop(xs).view(np.uint32))
@@ -180,12 +185,12 @@ def test_exp_array_gives_exp32s_bits_in_place_or_not() -> None:
     for n in (0, 1, 3, 7, 8, 9, 16, 33):
         part = np.concatenate([np.array([-100.0], dtype=F32), xs[2000:2000 + n]])[:n].copy()
         got = part.copy()
-        P.exp_array(got, got)
+        exp_array(got, got)
         assert got.view(np.uint32).tolist() == _exp32_loop(part).view(np.uint32).tolist(), n
     m = np.concatenate([np.full(7, -100.0, dtype=F32), xs[:5 * 37 - 7]]).reshape(5, 37)
     rows = m.copy()
     for i in range(5):
-        P.exp_array(rows[i, :30], rows[i, :30])
+        exp_array(rows[i, :30], rows[i, :30])
     assert rows[:, :30].view(np.uint32).tolist() == _exp32_loop(m[:, :30].ravel()).reshape(5, 30).view(
         np.uint32).tolist()
     assert rows[:, 30:].view(np.uint32).tolist() == m[:, 30:].view(np.uint32).tolist()   # the rest untouched
@@ -249,9 +254,12 @@ def test_no_wider_float_in_the_compiled_functions(tmp_path: Path) -> None:
     # Python float literal or an int/uint mix, which numba widens, would show up here)
     out = _scan("from bendtorch.impl.kernels import portable as P\n"
                 "x = np.float32(1.5)\n"
+                "from bendtorch.impl.kernels.portable import exp as E\n"
                 "fs = [P.exp32, P.log32, P.tanh32, P.sin32, P.cos32]\n"
-                "[f(x) for f in fs]; P.pow32(x, x); P.exp_array(np.ones(4, np.float32), np.ones(4, np.float32))\n"
-                "print(sum(len(wide_lines(f)) for f in fs + [P.pow32, P.exp_array]),"
+                "rows = [E.exp_array_gathers, E.exp_array_blocks]\n"
+                "[f(x) for f in fs]; P.pow32(x, x)\n"
+                "[r(np.ones(40, np.float32), np.ones(40, np.float32)) for r in rows]\n"
+                "print(sum(len(wide_lines(f)) for f in fs + [P.pow32] + rows),"
                 " [wide_lines(f)[:2] for f in fs])\n",
                 tmp_path)
     assert out.startswith("0 "), out
@@ -362,10 +370,12 @@ def test_the_committed_tables_hold_the_correctly_rounded_values() -> None:
             assert raw(x) != want and _steps(raw(x), want) == 1, (name, x)
             assert pub(x) == want, (name, x)
         if name == "exp":  # every input of the table, and so through exp_array's blocks (a short row is exp32's)
+            from bendtorch.impl.kernels.portable import exp as E
             xs = tk[full].view(np.float32)
-            out = np.empty_like(xs)
-            P.exp_array(xs, out)
-            assert xs.size >= 1000 and out.view(np.uint32).tolist() == tv[full].tolist()
+            for form in (E.exp_array_gathers, E.exp_array_blocks):
+                out = np.empty_like(xs)
+                form(xs, out)
+                assert xs.size >= 1000 and out.view(np.uint32).tolist() == tv[full].tolist(), form
 
 
 def test_tables_of_another_digest_are_refused(tmp_path: Path) -> None:

@@ -65,9 +65,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 import numpy.typing as npt
-from llvmlite import binding as llvm  # type: ignore[import-untyped]
 
 from bendtorch.impl.kernels.index import block_span, n_blocks
+from bendtorch.impl.kernels.portable.target import has_avx512f
 from bendtorch.impl.kernels.serial import called_and_inlined
 from bendtorch.impl.kernels.simd import load8, madd8, splat8, store8, zero8
 
@@ -90,10 +90,7 @@ def vector_registers() -> int:
     and SSE's ymm/xmm0-15, a generic x86-64, the other architectures numba's speed choices here were not measured
     on). It follows numba's own choice of target features (NUMBA_CPU_FEATURES, else the host's; NUMBA_CPU_NAME=generic
     sets none), which is part of the key of numba's cache, so a cached kernel always matches KP below."""
-    feats: str | None = numba.config.CPU_FEATURES  # type: ignore[attr-defined]  # set at numba's import
-    if feats is None:
-        feats = llvm.get_host_cpu_features().flatten()
-    return 32 if "+avx512f" in feats.split(",") else 16
+    return 32 if has_avx512f() else 16
 
 
 # k per pass of _block4 (a speed choice only: within a pass each running sum adds its terms one after the other, so

@@ -14,11 +14,12 @@ alone.
     tables.py     2^(j/64), log(1/c), sin(j/64), cos(j/64), ln 2, pi/2, the bits of 2/pi, from exact integers
     eft.py        a float32's bits, the shared constants, two_sum, fast_two_sum, split, two_prod
     cr_table.py   the exception tables (a perfect hash), their digest checked at import
-    exp.py        exp32, raw_exp32, exp_array (a row at a time, vectorised)
+    exp.py        exp32, raw_exp32, exp_array (a row at a time, vectorised; its form follows target.py)
     log.py        log32, raw_log32
     tanh.py       tanh32, raw_tanh32
     sincos.py     sin32, cos32, raw_sin32, raw_cos32 and their Payne-Hanek reduction
     pow.py        pow32
+    target.py     the CPU numba compiles for (its features pick speed choices, never bits)
 
 Every float32 literal is a module constant of type np.float32 (a bare 1.0 is wider in numba and would promote the
 arithmetic), and no operation is fused (numba without fastmath never contracts).

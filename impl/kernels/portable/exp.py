@@ -15,6 +15,7 @@ from bendtorch.impl.kernels.portable.cr_table import EXP_DISP, EXP_KEYS, EXP_VAL
 from bendtorch.impl.kernels.portable.eft import (F32, HALF, INF, ONE, R24, SHIFTER, SIXTH, U32, ZERO, f2u,
                                                  fast_two_sum, pow2, two_prod, two_sum, u2f)
 from bendtorch.impl.kernels.portable.tables import EXP_L1, EXP_L2, EXP_L3, EXP_TH, EXP_TL
+from bendtorch.impl.kernels.portable.target import has_avx512f
 
 EXP_INV_L = F32(92.33248)            # 64 / ln 2, rounded (it only picks k: any nearby value works)
 EXP_HI = F32(88.8)                   # exp(x) > 2^128 beyond: +inf (and the scaling overflows exactly below it)
@@ -118,8 +119,12 @@ def exp32(x: np.float32) -> Any:
 
 _VEC_LO = F32(-87.0)   # exp(x) for x >= this is normal (2^e (u + w) with e >= -126, u >= 1 at e = -126)
 _NO_FIX = U32(0xFFFFFFFF)  # no exception table entry (a NaN's bits: no correctly rounded exp is NaN)
-ROW_BLOCK = 512        # numbers of a row exp_array takes through its three loops at a time
+ROW_BLOCK = 512        # numbers of a row exp_array_blocks takes through its three loops at a time
 SHORT_ROW = 32         # rows shorter than this are exp32 number by number (no buffers to allocate)
+
+
+# whether exp_array is the one loop with gathers (numba's target has AVX-512F) or the three loops without
+GATHERS = has_avx512f()
 
 
 @numba.njit(cache=True, inline="always")
@@ -129,66 +134,113 @@ def _lanes_x(x: np.float32) -> Any:
     return min(max(x, _VEC_LO), EXP_HI)
 
 
+@numba.njit(cache=True, inline="always")
+def _lane_j(x: np.float32) -> Any:
+    """x's table index j: exp_reduce's kf mod 64, of x clamped to [-87, EXP_HI]."""
+    return np.int32(exp_k(_lanes_x(x))) & np.int32(63)
+
+
+@numba.njit(cache=True, inline="always")
+def _lane_fix(x: np.float32, h: Any) -> Any:
+    """The exception table's correctly rounded result for x (its bits), _NO_FIX where x is not in the table; h is
+    the hash of x's bits (cr_table.fmix32), as cr_fix reads the table."""
+    s = cr_slot(EXP_KEYS, EXP_DISP, np.uint64(h))
+    return EXP_VALS[s] if EXP_KEYS[s] == f2u(x) else _NO_FIX
+
+
+@numba.njit(cache=True, inline="always")
+def _lane(xt: np.float32, th: np.float32, tl: np.float32, fix: Any) -> Any:
+    """exp32(xt) for xt >= -87 without a branch (selects only), from the table pair th + tl = 2^(j/64) and the
+    exception table's result fix: raw_exp32's path through exp_core and scale_round's normal case (tiny |x| needs
+    no case of its own there: 1 + x and exp(x) both round to 1), then exp32's table result; NaN gives x + x and
+    x > EXP_HI gives +inf as in exp32. An x below -87, whose result may be subnormal or zero, is returned as
+    itself: a negative number, which no result is."""
+    kf, rh, q = exp_reduce(_lanes_x(xt), ZERO)
+    e = np.int32(kf) >> np.int32(6)
+    u, w = exp_scale(th, tl, rh, q)
+    big = e > 126
+    a = pow2(int(e - 1 if big else e))
+    y = ((u + w) * a) * (_TWO if big else ONE)
+    y = u2f(fix) if fix != _NO_FIX else y
+    y = INF if xt > EXP_HI else y
+    y = xt if xt < _VEC_LO else y
+    return xt + xt if xt != xt else y
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _exp_keys(x: Any, jj: Any, hs: Any) -> None:
-    """The first loop of exp_array's block (vectorised): each number's table index j (exp_reduce's kf mod 64, of x
-    clamped to [-87, EXP_HI]) and the hash of its bits (the exception table's, cr_table.fmix32)."""
+    """The first loop of exp_array_blocks' block (vectorised): each number's table index and the hash of its
+    bits."""
     for t in range(x.size):
-        jj[t] = np.int32(exp_k(_lanes_x(x[t]))) & np.int32(63)
+        jj[t] = _lane_j(x[t])
         hs[t] = U32(fmix32(np.uint64(f2u(x[t]))))
 
 
 @numba.njit(cache=True, error_model="numpy")
 def _exp_reads(x: Any, jj: Any, hs: Any, th: Any, tl: Any, fix: Any) -> None:
-    """The second loop (one number at a time): the table pair 2^(j/64) = th + tl, and the exception table's
-    correctly rounded result (its bits, _NO_FIX where x is not in the table), as cr_fix reads them."""
+    """The second loop (one number at a time): the table pair 2^(j/64) = th + tl and the exception table's
+    result."""
     for t in range(x.size):
         j = jj[t]
         th[t] = EXP_TH[j]
         tl[t] = EXP_TL[j]
-        s = cr_slot(EXP_KEYS, EXP_DISP, np.uint64(hs[t]))
-        fix[t] = EXP_VALS[s] if EXP_KEYS[s] == f2u(x[t]) else _NO_FIX
+        fix[t] = _lane_fix(x[t], hs[t])
 
 
 @numba.njit(cache=True, error_model="numpy")
 def _exp_lanes(x: Any, th: Any, tl: Any, fix: Any) -> None:
-    """The third loop (vectorised, in place): exp32(x) for x >= -87 without a branch (selects only), from the pair
-    and the result read by the second: raw_exp32's path through exp_core and scale_round's normal case (tiny |x|
-    needs no case of its own there: 1 + x and exp(x) both round to 1), then exp32's table result; NaN gives x + x
-    and x > EXP_HI gives +inf as in exp32. An x below -87, whose result may be subnormal or zero, is left as
-    itself: a negative number, which no result is."""
+    """The third loop (vectorised, in place): _lane from the pairs and results the second read."""
     for t in range(x.size):
-        xt = x[t]
-        kf, rh, q = exp_reduce(_lanes_x(xt), ZERO)
-        e = np.int32(kf) >> np.int32(6)
-        u, w = exp_scale(th[t], tl[t], rh, q)
-        big = e > 126
-        a = pow2(int(e - 1 if big else e))
-        y = ((u + w) * a) * (_TWO if big else ONE)
-        y = u2f(fix[t]) if fix[t] != _NO_FIX else y
-        y = INF if xt > EXP_HI else y
-        y = xt if xt < _VEC_LO else y
-        x[t] = xt + xt if xt != xt else y
+        x[t] = _lane(x[t], th[t], tl[t], fix[t])
 
 
-@numba.njit(cache=True, error_model="numpy")
-def exp_array(src: Any, dst: Any) -> None:
-    """dst[i] = exp32(src[i]) for every i, the same bits (dst may be src; no other overlap). A row of SHORT_ROW or
-    more numbers is copied into dst and taken ROW_BLOCK numbers at a time through three loops: the table indices
-    and hashes (vectorised), the table reads (one number at a time), the arithmetic (vectorised, in place); then
-    the numbers below -87 (left negative) get exp32's answer. Without gathers (AVX2; LLVM uses them only where they
-    are fast, AVX-512), one loop with the reads in it ran number by number: 12.1-12.3 ns a number against 4.4-4.6
-    in three (AMD EPYC, family 25, model 1; one loop with gathers took 3.7 ns on an Intel Xeon with AVX-512). The
-    loops run in place, on dst: as two arrays that might overlap, LLVM would check at run time, find them equal and
-    run the loop scalar."""
+@numba.njit(cache=True, inline="always")
+def _exp_start(src: Any, dst: Any) -> bool:
+    """exp_array's first step: a row under SHORT_ROW numbers is exp32's, number by number (True: done); a longer
+    one is copied into dst (unless dst is src), where the loops run in place: as two arrays that might overlap,
+    LLVM would check at run time, find them equal and run the loop scalar."""
     n = src.size
     if n < SHORT_ROW:
         for i in range(n):
             dst[i] = exp32(src[i])
-        return
+        return True
     if src.ctypes.data != dst.ctypes.data:
         for i in range(n):
             dst[i] = src[i]
+    return False
+
+
+@numba.njit(cache=True, inline="always")
+def _exp_finish(dst: Any) -> None:
+    """exp_array's last step: the numbers below -87 (left negative by _lane) get exp32's answer."""
+    for i in range(dst.size):
+        if dst[i] < ZERO:
+            dst[i] = exp32(dst[i])
+
+
+@numba.njit(cache=True, error_model="numpy")
+def exp_array_gathers(src: Any, dst: Any) -> None:
+    """exp_array in one loop over the row, the table reads in it: with AVX-512 LLVM vectorises it with gathers
+    (4.1-4.3 ns a number against 4.5-6.1 for exp_array_blocks, AMD EPYC family 25 model 17; 3.7 on an Intel
+    Xeon with AVX-512), and it is one loop less to compile. Without gathers it runs number by number (12.1-12.3
+    ns, AMD EPYC family 25 model 1)."""
+    if _exp_start(src, dst):
+        return
+    for t in range(dst.size):
+        xt = dst[t]
+        j = _lane_j(xt)
+        dst[t] = _lane(xt, EXP_TH[j], EXP_TL[j], _lane_fix(xt, U32(fmix32(np.uint64(f2u(xt))))))
+    _exp_finish(dst)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def exp_array_blocks(src: Any, dst: Any) -> None:
+    """exp_array ROW_BLOCK numbers at a time through three loops: the table indices and hashes (vectorised), the
+    table reads (one number at a time), the arithmetic (vectorised, in place). Without gathers (AVX2 on AMD),
+    this is 4.4-4.6 ns a number against exp_array_gathers' 12.1-12.3 (AMD EPYC, family 25, model 1)."""
+    if _exp_start(src, dst):
+        return
+    n = dst.size
     m = min(n, ROW_BLOCK)
     buf = np.empty((5, m), dtype=np.uint32)   # one allocation: j, hash, th, tl, the table's result
     jj, hs, fix = buf[0].view(np.int32), buf[1], buf[4]
@@ -199,6 +251,9 @@ def exp_array(src: Any, dst: Any) -> None:
         _exp_keys(x, jj[:k], hs[:k])
         _exp_reads(x, jj[:k], hs[:k], th[:k], tl[:k], fix[:k])
         _exp_lanes(x, th[:k], tl[:k], fix[:k])
-    for i in range(n):
-        if dst[i] < ZERO:
-            dst[i] = exp32(dst[i])
+    _exp_finish(dst)
+
+
+# dst[i] = exp32(src[i]) for every i, the same bits (dst may be src; no other overlap): the form that is faster
+# where numba compiles (both give the same bits, each tested on every machine).
+exp_array = exp_array_gathers if GATHERS else exp_array_blocks
