@@ -353,16 +353,25 @@ def _mm_task_body(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, task
     jn = min(jtw, n - j0)
     # the rows' stacks, level by level (three rows more: _block4's scratch rows for a last group of fewer than four)
     stacks = np.empty((nlev, mb + RB - 1, jtw), dtype=np.float32)
-    pb = np.empty(((jtw // 16) * kb if TILE and _packs(b) else 0, 16), dtype=np.float32)  # _tiles' packed strips
+    # TILE is a constant: where it is False (32 vector registers) numba prunes the branches on it before inlining, so
+    # _tiles and _packs are not compiled at all (a bool expression on it, `TILE and ...`, is not pruned)
+    npb = 0
+    if TILE:
+        npb = (jtw // 16) * kb if _packs(b) else 0
+    pb = np.empty((npb, 16), dtype=np.float32)  # _tiles' packed strips
     for blk in range(nb):
         k0, k1 = block_span(blk, kb, k)
         lev = 0
         while (blk >> lev) & 1:
             lev += 1
-        ng = mr // RB if TILE and jn >= 16 else 0
-        jt = _tiles(a, at, i0, ng, b, k0, k1, j0, jn, stacks[lev], pb) if ng > 0 else 0
+        ng = 0
+        tiled = jn - jn  # the columns the tiles did: 0 as a run-time int, not a literal (one _block4, as _wsum's)
+        if TILE:
+            ng = mr // RB if jn >= 16 else 0
+            if ng > 0:
+                tiled = _tiles(a, at, i0, ng, b, k0, k1, j0, jn, stacks[lev], pb)
         for r in range(0, mr, RB):
-            _block4(a, at, i0 + r, min(RB, mr - r), b, k0, k1, j0, jt if r < ng * RB else 0, jn, stacks[lev], r)
+            _block4(a, at, i0 + r, min(RB, mr - r), b, k0, k1, j0, tiled if r < ng * RB else 0, jn, stacks[lev], r)
         if lev > 0:
             for r in range(mr):
                 _merge(stacks, lev, r, jn)
