@@ -20,7 +20,9 @@ import importlib.metadata
 import importlib.util
 import os
 import platform
+import re
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -158,11 +160,48 @@ def _onnxruntime() -> dict[str, Any]:
             "dispatch": {"providers": list(ort.get_available_providers())}}
 
 
+# the notes a library's C++ code writes to standard error while it is imported, before any setting of its can quiet
+# them: absl's line about logging before its initialisation, and its INFO lines ("I", the date, the time, the
+# thread, file:line; TensorFlow's oneDNN note and CPU feature guard, which TF_CPP_MIN_LOG_LEVEL does not reach at
+# import). Warnings and errors ("W", "E", "F" lines) and any other text are kept
+STARTUP_NOTES = re.compile(r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
+                           r"|I\d{4} \d\d:\d\d:[\d.]+ +\d+ [\w.]+:\d+\] .*")
+
+
+def import_quietly(name: str) -> Any:
+    """importlib.import_module(name), with what the import writes to this process's standard error (file
+    descriptor 2: C++ code writes there, not to sys.stderr) held back and written back after it, less the lines
+    that are start-up notes (STARTUP_NOTES), whether the import succeeded or raised."""
+    if name in sys.modules:
+        return sys.modules[name]
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no descriptor 2 to hold back: a plain import
+        return importlib.import_module(name)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            return importlib.import_module(name)
+        finally:
+            try:
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            lines = held.read().decode(errors="replace").splitlines(keepends=True)
+            kept = "".join(line for line in lines if not STARTUP_NOTES.fullmatch(line.rstrip("\n")))
+            if kept:
+                os.write(2, kept.encode())
+
+
 def _tensorflow() -> dict[str, Any]:
     """TensorFlow: its distribution (tensorflow-cpu: no CUDA), whether it was built with oneDNN, Keras's version; the
     dispatch is TF_ENABLE_ONEDNN_OPTS as TensorFlow read it at import (unset: oneDNN's kernels on, on x86)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
+    tf = import_quietly("tensorflow")
     from tensorflow.python.util import _pywrap_util_port as port
 
     bi = dict(tf.sysconfig.get_build_info())

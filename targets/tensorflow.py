@@ -44,9 +44,10 @@ tf.sigmoid, tf.nn.silu, tf.nn.gelu(approximate=True) (GELU's tanh form) and tf.n
 form).
 
 TensorFlow is imported by load(), so this module imports without it; TF_CPP_MIN_LOG_LEVEL is set to 2 beforehand
-unless already set (TensorFlow's C++ start-up notes are noise here), and left set. TF_ENABLE_ONEDNN_OPTS (read when
-TensorFlow is imported) decides whether oneDNN's kernels replace Eigen's for matmuls and some row operations: the
-machine record (records.machine) carries its value."""
+unless already set (TensorFlow's C++ notes are noise here), and left set; the notes it writes while it is imported,
+before it reads that setting, are left out of standard error (records.machine.import_quietly).
+TF_ENABLE_ONEDNN_OPTS (read when TensorFlow is imported) decides whether oneDNN's kernels replace Eigen's for matmuls
+and some row operations: the machine record (records.machine) carries its value."""
 
 from __future__ import annotations
 
@@ -58,6 +59,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from bendtorch.impl.llama import LlamaCfg
+from bendtorch.records.machine import import_quietly
 from bendtorch.records.targets import TargetRecord, Variant
 from bendtorch.targets.base import NotRun, Opt, Target, as_f32, impl_shape, op_source, require, weights
 
@@ -84,7 +86,7 @@ def load() -> None:
     require("tensorflow", target="tensorflow")
     if tf is None:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        tf = importlib.import_module("tensorflow")
+        tf = import_quietly("tensorflow")  # its C++ start-up notes left out (TF_CPP_MIN_LOG_LEVEL misses them)
         keras = importlib.import_module("keras")
         tf.config.set_visible_devices([], "GPU")  # a CPU target wherever it runs
 

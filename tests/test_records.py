@@ -4,6 +4,7 @@ write, each validated on a document a command wrote here."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -129,6 +130,41 @@ def test_figures_of_another_library_compare_only_on_the_same_machine() -> None:
     assert compare_note(other_build, here) is None  # the same CPU: a figure of no particular library compares
     old = {"platform": "Linux-x86_64", "processor": "x86_64", "cpus": 2}  # a record from before the CPU was kept
     assert (compare_note(old, here, "torch") or "").startswith("not compared: committed on an unrecorded CPU")
+
+
+_NOISY_MODULE = """import os
+os.write(2, b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\\n")
+os.write(2, b"I0000 00:00:1796646096.815782   27361 port.cc:153] oneDNN custom operations are on.\\n")
+os.write(2, b"E0000 00:00:1796646096.9   27361 cuda.cc:12] a real error\\n")
+os.write(2, b"plain text\\n")
+if os.environ.get("NOISY_RAISE"):
+    raise ImportError("noisy: broken")
+"""
+
+
+@pytest.mark.parametrize("raises", [False, True])
+def test_a_quiet_import_leaves_out_the_start_up_notes_and_keeps_the_rest(tmp_path: Path, raises: bool) -> None:
+    (tmp_path / "noisy.py").write_text(_NOISY_MODULE)
+    code = ("import sys\nfrom bendtorch.records.machine import import_quietly\n"
+            "try:\n    import_quietly('noisy')\nexcept ImportError as e:\n    print('raised', e)\n"
+            "sys.stderr.write('after\\n')\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), **({"NOISY_RAISE": "1"} if raises else {})}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert r.stderr == "E0000 00:00:1796646096.9   27361 cuda.cc:12] a real error\nplain text\nafter\n"
+    assert r.stdout == ("raised noisy: broken\n" if raises else "")
+    plain = subprocess.run([sys.executable, "-c", "import noisy"], capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert "absl::InitializeLog" in plain.stderr and "port.cc" in plain.stderr  # the notes are there to leave out
+
+
+def test_tensorflow_imports_without_its_start_up_notes() -> None:
+    """TensorFlow 2.16 and later write absl's notes at import whatever TF_CPP_MIN_LOG_LEVEL says."""
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("not run: tensorflow is not installed (pip install 'bendtorch[tensorflow]')")
+    code = "from bendtorch.records.machine import probe\nprint(probe('tensorflow')['version'])"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() and r.stdout.strip() != "None"
+    assert "absl::InitializeLog" not in r.stderr and "port.cc" not in r.stderr, r.stderr
 
 
 # ---- the schemas, on documents the commands wrote ------------------------------------------------------------------
