@@ -208,7 +208,11 @@ def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, pcs: Any, sym: int, cnt: A
     blocks in every way (and the earlier pass, that one loop, agreed with it). For a library that rounds correctly,
     4.6-4.8 ns an input against 6.1-7.2 ns for that loop (one chunk near x = 2, the best of 15 runs taken in turn; AMD
     EPYC, family 25, model 1). The long path has no short branch of its own for a correctly rounded input (the
-    first loop settles those): with one, the pass ran 4.1-4.3 ns in the same runs, and took 0.4 s longer to compile."""
+    first loop settles those): with one, the pass ran 4.1-4.3 ns in the same runs, and took 0.4 s longer to compile.
+    The first loop reads its arrays at unsigned indices: at a signed one (h n + i) numba tests for a negative
+    (Python's wraparound), and LLVM, unable to see consecutive addresses, read r, c32 and y64 with gathers (AVX-512)
+    or one number at a time: 6.0 -> 2.4 ns an input on an AMD EPYC, family 25, model 17, compiled for it or for
+    AVX2 alike (one chunk near x = 0.5, exp's correct results)."""
     n = bits.size
     eb = np.empty(BLOCK)  # a block's errors (-1: an input that has none: x NaN or infinite)
     qb = np.empty(BLOCK, dtype=np.int32)  # a common input's histogram bin, NB for any other (a bin left unread)
@@ -216,6 +220,7 @@ def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, pcs: Any, sym: int, cnt: A
     for h in range(2):
         sbit = np.uint32(0x80000000) if h == 1 else np.uint32(0)
         chk = sym != 0 and h == 1
+        hn = np.uint64(h * n)
         for i0 in range(0, n, BLOCK):
             i1 = min(n, i0 + BLOCK)
             p0 = pcs[i0]
@@ -227,8 +232,9 @@ def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, pcs: Any, sym: int, cnt: A
             nsub = 0  # the common inputs of subnormal x
             msub = np.int64(-1)  # their largest error's bits (a float64 >= 0 orders as its bits do)
             for i in range(i0, i1):
-                k = h * n + i
-                ab = bits[i]
+                iu = np.uint64(i)
+                k = hn + iu
+                ab = bits[iu]
                 ri = r[k]
                 ci = c32[k]
                 rb = _f2u(ri)
@@ -245,10 +251,10 @@ def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, pcs: Any, sym: int, cnt: A
                 qb[i - i0] = np.int32(e * 100.0) if common else np.int32(NB)  # _hbin(e) below 2
                 nc += common
                 ncf += common & (e < 1.0)
-                rp = r[i]
+                rp = r[iu]
                 want = _f2u(rp) ^ np.uint32(0x80000000) if sym == ODD else _f2u(rp)
                 nsv += common & chk & (rb != want) & ~((ri != ri) & (rp != rp))
-                same += (pcs[i] == p0) & ((ab >> np.uint32(XSHIFT)) == xb0)
+                same += (pcs[iu] == p0) & ((ab >> np.uint32(XSHIFT)) == xb0)
             one = same == i1 - i0  # one piece and one x bin: the common inputs are summed
             if one:
                 symv[0] += nsv
