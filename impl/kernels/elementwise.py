@@ -256,8 +256,9 @@ def _exp_neg_block(x: F, out: F, b: int) -> tuple[int, int]:
     """out[t] = exp(-x[t]) over block b (numbers lo..hi-1, returned), by libm.exp_array."""
     lo = b * _BLOCK
     hi = min(lo + _BLOCK, x.size)
-    for t in range(lo, hi):
-        out[t] = -x[t]
+    u0 = np.uint64(lo)  # unsigned indices: signed ones have LLVM use gathers and scatters (FINDINGS)
+    for t in range(hi - lo):
+        out[u0 + np.uint64(t)] = -x[u0 + np.uint64(t)]
     libm.exp_array(out[lo:hi], out[lo:hi])
     return lo, hi
 
@@ -274,7 +275,9 @@ def _map_exp_neg(x: F, y: F) -> None:
     n = x.size
     for b in numba.prange((n + _BLOCK - 1) // _BLOCK):
         lo, hi = _exp_neg_block(x, y, b)
-        for t in range(lo, hi):
+        u0 = np.uint64(lo)
+        for tt in range(hi - lo):
+            t = u0 + np.uint64(tt)
             y[t] = _F(x[t], y[t])
 
 
@@ -290,7 +293,9 @@ def _zip_exp_neg(dy: F, v: F, dx: F) -> None:
     n = dy.size
     for b in numba.prange((n + _BLOCK - 1) // _BLOCK):
         lo, hi = _exp_neg_block(v, dx, b)
-        for t in range(lo, hi):
+        u0 = np.uint64(lo)
+        for tt in range(hi - lo):
+            t = u0 + np.uint64(tt)
             dx[t] = _F(dy[t], v[t], dx[t])
 
 

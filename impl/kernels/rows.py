@@ -203,12 +203,13 @@ def rms_bwd_into(x: F, g: F, dy: F, eps: np.float32, dx: F, gacc: F) -> None:
         j0 = b * CB
         j1 = min(d, j0 + CB)
         acc = np.zeros(j1 - j0, dtype=np.float32)
+        u0 = np.uint64(j0)  # columns as unsigned indices (signed ones are read with gathers: FINDINGS)
         for i in range(n):
             r = rr[i]
-            for j in range(j0, j1):
-                acc[j - j0] = acc[j - j0] + dy[i, j] * (x[i, j] * r)
-        for j in range(j0, j1):
-            gacc[0, j] = gacc[0, j] + acc[j - j0]
+            for jj in range(j1 - j0):
+                acc[jj] = acc[jj] + dy[i, u0 + np.uint64(jj)] * (x[i, u0 + np.uint64(jj)] * r)
+        for jj in range(j1 - j0):
+            gacc[0, u0 + np.uint64(jj)] = gacc[0, u0 + np.uint64(jj)] + acc[jj]
 
 
 def _rms_inv_plain(x: F, eps: np.float32) -> F:
@@ -300,15 +301,18 @@ def ln_bwd_into(x: F, g: F, dy: F, eps: np.float32, dx: F, gg: F, gb: F) -> None
         j1 = min(d, j0 + CB)
         ag = np.zeros(j1 - j0, dtype=np.float32)
         ab = np.zeros(j1 - j0, dtype=np.float32)
+        u0 = np.uint64(j0)  # columns as unsigned indices (signed ones are read with gathers: FINDINGS)
         for i in range(n):
             mu = mus[i]
             r = rr[i]
-            for j in range(j0, j1):
-                ag[j - j0] = ag[j - j0] + dy[i, j] * ((x[i, j] - mu) * r)
-                ab[j - j0] = ab[j - j0] + dy[i, j]
-        for j in range(j0, j1):
-            gg[0, j] = gg[0, j] + ag[j - j0]
-            gb[0, j] = gb[0, j] + ab[j - j0]
+            for jj in range(j1 - j0):
+                ju = u0 + np.uint64(jj)
+                ag[jj] = ag[jj] + dy[i, ju] * ((x[i, ju] - mu) * r)
+                ab[jj] = ab[jj] + dy[i, ju]
+        for jj in range(j1 - j0):
+            ju = u0 + np.uint64(jj)
+            gg[0, ju] = gg[0, ju] + ag[jj]
+            gb[0, ju] = gb[0, ju] + ab[jj]
 
 
 def _ln_mr_plain(x: F, eps: np.float32) -> tuple[F, F]:
