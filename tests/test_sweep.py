@@ -520,27 +520,52 @@ def test_each_reference_pass_runs_its_own_reference_and_is_cached_apart() -> Non
     assert len(folders) == 3 and len(names) == 3   # a folder by the reference's code digest, a name by its own
 
 
+# a process that sweeps exp on a small sample with the libraries its lines name, recording what numba compiles
+_SWEEP_CODE = ("import sys\n"
+               "import bendtorch.impl.kernels.warm  # records the compilations (BENDTORCH_WARM_RECORD)\n"
+               "from bendtorch.reports.sweep import sweep_patterns\n"
+               "from bendtorch.reports.sweep.patterns import sample_patterns\n")
+
+
+def _compiled_by(tmp_path: Path, k: int, code: str, **env: str) -> tuple[list[str], str]:
+    """Run _SWEEP_CODE + code in a fresh process on the cache tmp_path/cache: the qualified names numba compiled,
+    in order, and what the process printed."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+           "BENDTORCH_WARM_RECORD": str(tmp_path / f"events{k}.json"), **env}
+    r = subprocess.run([sys.executable, "-c", _SWEEP_CODE + code], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return [q for _, q, _ in json.loads((tmp_path / f"events{k}.json").read_text())["every"]], r.stdout
+
+
+def test_the_checker_compiled_for_one_libm_choice_serves_the_other(tmp_path: Path) -> None:
+    # the checker's loops (statistics pass, reference pass) call none of impl's libm and are cached apart from it
+    # (reports.sweep.bound.njit_shared): what a BENDTORCH_LIBM=clib worker compiled, a portable process loads, while
+    # the column of impl's own exp, which does call the libm, is compiled for each choice
+    sweep = "sweep_patterns('exp', [{!r}], sample_patterns(256), workers=1, progress=False)\n"
+    clib = set(_compiled_by(tmp_path, 0, sweep.format("impl_clib"), BENDTORCH_LIBM="clib")[0])
+    portable = set(_compiled_by(tmp_path, 1, sweep.format("impl"), BENDTORCH_LIBM="portable")[0])
+    checker = {"stats_pass", "_ref_pass_bendtorch_oracle_functions_ref_exp"}
+    assert checker <= clib
+    assert not checker & portable, f"the portable process compiled the checker again: {sorted(checker & portable)}"
+    assert "_map1_bendtorch_impl_kernels_portable_exp_exp32" in portable
+    assert {f.name for f in (tmp_path / "cache").iterdir() if f.name.startswith("numba-checker-")}
+
+
 def test_a_second_sweep_process_loads_the_reference_pass_from_the_cache(tmp_path: Path) -> None:
     # the passes bound to a reference or a library's function are cached on disk (compiled once, not once per
     # process): the second process compiles nothing; torch is not imported for libraries that do not use it, and
     # runs on one thread once one that does has imported it (where a range splits moves which numbers its scalar
     # tail computes)
-    code = ("import sys\n"
-            "import bendtorch.impl.kernels.warm  # records the compilations (BENDTORCH_WARM_RECORD)\n"
-            "from bendtorch.reports.sweep import sweep_patterns\n"
-            "from bendtorch.reports.sweep.patterns import sample_patterns\n"
-            "sweep_patterns('exp', ['numpy', 'impl'], sample_patterns(256), workers=1, progress=False)\n"
+    code = ("sweep_patterns('exp', ['numpy', 'impl'], sample_patterns(256), workers=1, progress=False)\n"
             "print('torch' in sys.modules)\n"
             "sweep_patterns('exp', ['torch'], sample_patterns(256), workers=1, progress=False)\n"
             "print(sys.modules['torch'].get_num_threads())\n")
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     runs = []
     for k in range(2):
-        env["BENDTORCH_WARM_RECORD"] = str(tmp_path / f"events{k}.json")
-        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-        assert r.returncode == 0, r.stderr[-2000:]
-        runs.append([q for _, q, _ in json.loads((tmp_path / f"events{k}.json").read_text())["every"]])
-        assert r.stdout.split()[-2:] == ["False", "1"], "torch imported for numpy and impl, or run on 2 threads"
+        names, out = _compiled_by(tmp_path, k, code)
+        runs.append(names)
+        assert out.split()[-2:] == ["False", "1"], "torch imported for numpy and impl, or run on 2 threads"
     assert "_ref_pass_bendtorch_oracle_functions_ref_exp" in runs[0]
     assert "_map1_bendtorch_impl_kernels_portable_exp_exp32" in runs[0]
     assert runs[1] == [], f"the second process compiled {runs[1]}"

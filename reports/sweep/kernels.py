@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numba
 import numpy as np
 
 from bendtorch.impl.kernels.portable.eft import f2u, u2f
+from bendtorch.oracle import ulp as _ulp
 from bendtorch.oracle.ulp import ulp32_1, ulp_error1_u
 from bendtorch.records.functions import ERROR_BOUND
-from bendtorch.reports.sweep.bound import bound
+from bendtorch.reports.sweep.bound import bound, njit_shared
 
 REL_MARGIN = ERROR_BOUND  # the float64 error allowed for, relative to the reference's scale
 OVERFLOW_EDGE = 2.0 ** 128 - 2.0 ** 103  # float32 rounding sends |y| >= this to infinity
@@ -30,18 +30,22 @@ SP_INF, SP_ZERO, SP_SUB = 0, 1, 2
 ODD, EVEN = 1, 2
 SYMMETRY = {"none": 0, "odd": ODD, "even": EVEN}   # a record's symmetry as the kernels take it
 
+# the checker's loops, cached apart from impl's libm (they call none of it), so both libm choices load one copy
+# (bound.njit_shared); named by this file's source and oracle.ulp's, whose functions they call
+_njit = njit_shared(__file__, str(_ulp.__file__))
 
-@numba.njit(cache=True)
+
+@_njit
 def _u2f(b: Any) -> Any:
     return u2f(np.uint32(b))
 
 
-@numba.njit(cache=True)
+@_njit
 def _f2u(x: Any) -> Any:
     return f2u(np.float32(x))
 
 
-@numba.njit(cache=True)
+@_njit
 def _ord(b: Any) -> Any:
     """float32 bits -> an integer that orders the floats (+0 and -0 both 0); adjacent floats differ by 1."""
     v = np.int64(b & np.uint32(0x7FFFFFFF))
@@ -50,7 +54,7 @@ def _ord(b: Any) -> Any:
     return v
 
 
-@numba.njit(cache=True)
+@_njit
 def _hbin(e: float) -> Any:
     if e < 2.0:
         return int(e * 100.0)
@@ -61,7 +65,7 @@ def _hbin(e: float) -> Any:
     return NLIN + min(j, NLOG - 1)
 
 
-@numba.njit(cache=True)
+@_njit
 def _mid32(y: float, c: float) -> float:
     """oracle.erf.mid_f32 read from the bits (frexp and ldexp are calls there): the float32 rounding boundary on
     y's side of c = float32(y), both >= 0 and c finite; c +- half the float32 spacing at c, exactly the same value."""
@@ -83,7 +87,7 @@ assert _FAR_UNITS >= 1 and _FAR_UNITS == REL_MARGIN * 2.0 ** 54
 _LOW29 = np.uint64((1 << 29) - 1)   # the float64 bits below a float32's
 
 
-@numba.njit(cache=True)
+@_njit
 def near_boundary(y: float, c: float, s: float) -> bool:
     """y (float64, error <= REL_MARGIN s) too close to the float32 rounding boundary on its side of c = f32(y)?"""
     ay = abs(y)
@@ -94,7 +98,7 @@ def near_boundary(y: float, c: float, s: float) -> bool:
     return abs(ay - mid) <= REL_MARGIN * s
 
 
-@numba.njit(cache=True)
+@_njit
 def is_hard(y: float, c: float, s: float) -> bool:
     """near_boundary(y, c, s), after a test that settles almost every input without the boundary: one branch, taken
     the same way nearly always, where the boundary's (y above or below c) goes either way at random. For 2^-126 <=
@@ -148,7 +152,7 @@ HALF_X_RULE = ("f(x) = (x/2)(1 + g(x)) with g odd, of the sign of x and |g(x)| <
 F32_TINY = np.float32(2.0 ** -149)  # the float32 spacing below 2^-126
 
 
-@numba.njit(cache=True)
+@_njit
 def half_x_ties(bits: Any, y64: Any, c32: Any, hard: Any) -> tuple[Any, Any]:
     """HALF_X_RULE on the hard cases (indices, ascending) of a function f(x) = (x/2)(1 + g(x)) with no symmetry.
     Returns [decided, of them where the float64 rounding (to even) was wrong] and the mask of the hard cases it
@@ -174,7 +178,7 @@ def half_x_ties(bits: Any, y64: Any, c32: Any, hard: Any) -> tuple[Any, Any]:
     return got, keep
 
 
-@numba.njit(cache=True)
+@_njit
 def _inv_ulp32(y: float) -> float:
     """1 / ulp32_1(y) for a finite y, built from its bits: a power of two, so |d| * it is |d| / ulp32_1(y) exactly."""
     ay = abs(y)
@@ -187,7 +191,7 @@ def _inv_ulp32(y: float) -> float:
 BLOCK = 1024   # inputs of one sign a statistics pass takes at a time
 
 
-@numba.njit(cache=True)
+@_njit
 def stats_pass(bits: Any, r: Any, y64: Any, c32: Any, pcs: Any, sym: int, cnt: Any, maxu: Any,
                argb: Any, maxabs: Any, hist: Any, bmax: Any, nanst: Any, symv: Any, spn: Any, spbad: Any,
                submax: Any, miss: Any, miss_want: Any, miss_n: Any) -> None:
@@ -377,7 +381,7 @@ _F: Any = None   # the compiled function a copy of _ref_pass or _pieces calls (e
 
 def ref_pass(ref: Any, bits: Any, sym: int, y64: Any, c32: Any, hard: Any, hscale: Any) -> int:
     """_ref_pass with the reference `ref` (a compiled float64 x -> (value, scale))."""
-    return int(bound(_ref_pass, _F=ref)(bits, sym, y64, c32, hard, hscale))
+    return int(bound(_ref_pass, shared=True, _F=ref)(bits, sym, y64, c32, hard, hscale))
 
 
 def pieces(piece_of: Any, bits: Any, out: Any) -> None:
@@ -385,7 +389,7 @@ def pieces(piece_of: Any, bits: Any, out: Any) -> None:
     bound(_pieces, _F=piece_of)(bits, out)
 
 
-@numba.njit(cache=True)
+@_njit
 def twin_diff(a: Any, b: Any) -> int:
     """The inputs i where some row of b (one per call of the twin) has other bits than a[i] (NaN = NaN)."""
     nd = 0

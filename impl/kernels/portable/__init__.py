@@ -56,6 +56,7 @@ def _source_digest() -> str:
 
 SOURCE_DIGEST = _source_digest()
 CACHE_DIR = numba_cache_dir(f"numba-libm-portable-{SOURCE_DIGEST[:16]}")
+CACHE_ROOT = os.path.dirname(CACHE_DIR)  # the folder of every bendtorch cache folder (libm's, the checker's)
 
 _outer_cache_dir = getattr(numba.config, "CACHE_DIR", "")
 setattr(numba.config, "CACHE_DIR", CACHE_DIR)  # read by each njit(cache=True) as it is defined
@@ -68,5 +69,5 @@ try:
 finally:
     setattr(numba.config, "CACHE_DIR", _outer_cache_dir)
 
-__all__ = ["CACHE_DIR", "SOURCE_DIGEST", "cos32", "exp32", "exp_array", "log32", "numba_cache_dir", "pow32",
-           "raw_cos32", "raw_exp32", "raw_log32", "raw_sin32", "raw_tanh32", "sin32", "tanh32"]
+__all__ = ["CACHE_DIR", "CACHE_ROOT", "SOURCE_DIGEST", "cos32", "exp32", "exp_array", "log32", "numba_cache_dir",
+           "pow32", "raw_cos32", "raw_exp32", "raw_log32", "raw_sin32", "raw_tanh32", "sin32", "tanh32"]
