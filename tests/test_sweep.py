@@ -527,11 +527,11 @@ _SWEEP_CODE = ("import sys\n"
                "from bendtorch.reports.sweep.patterns import sample_patterns\n")
 
 
-def _compiled_by(tmp_path: Path, k: int, code: str, **env: str) -> tuple[list[str], str]:
-    """Run _SWEEP_CODE + code in a fresh process on the cache tmp_path/cache: the qualified names numba compiled,
-    in order, and what the process printed."""
+def _compiled_by(tmp_path: Path, k: int, code: str, **extra: str) -> tuple[list[str], str]:
+    """Run _SWEEP_CODE + code in a fresh process on the cache tmp_path/cache, with the environment variables
+    `extra` set: the qualified names numba compiled, in order, and what the process printed."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
-           "BENDTORCH_WARM_RECORD": str(tmp_path / f"events{k}.json"), **env}
+           "BENDTORCH_WARM_RECORD": str(tmp_path / f"events{k}.json"), **extra}
     r = subprocess.run([sys.executable, "-c", _SWEEP_CODE + code], env=env, capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]

@@ -257,8 +257,9 @@ def _exp_neg_block(x: F, out: F, b: int) -> tuple[int, int]:
     lo = b * _BLOCK
     hi = min(lo + _BLOCK, x.size)
     u0 = np.uint64(lo)  # unsigned indices: signed ones have LLVM use gathers and scatters (FINDINGS)
-    for t in range(hi - lo):
-        out[u0 + np.uint64(t)] = -x[u0 + np.uint64(t)]
+    for tt in range(hi - lo):
+        t = u0 + np.uint64(tt)
+        out[t] = -x[t]
     libm.exp_array(out[lo:hi], out[lo:hi])
     return lo, hi
 

@@ -207,9 +207,11 @@ def rms_bwd_into(x: F, g: F, dy: F, eps: np.float32, dx: F, gacc: F) -> None:
         for i in range(n):
             r = rr[i]
             for jj in range(j1 - j0):
-                acc[jj] = acc[jj] + dy[i, u0 + np.uint64(jj)] * (x[i, u0 + np.uint64(jj)] * r)
+                ju = u0 + np.uint64(jj)
+                acc[jj] = acc[jj] + dy[i, ju] * (x[i, ju] * r)
         for jj in range(j1 - j0):
-            gacc[0, u0 + np.uint64(jj)] = gacc[0, u0 + np.uint64(jj)] + acc[jj]
+            ju = u0 + np.uint64(jj)
+            gacc[0, ju] = gacc[0, ju] + acc[jj]
 
 
 def _rms_inv_plain(x: F, eps: np.float32) -> F:
