@@ -12,9 +12,23 @@ Rotation (rope_p3, line 2151), each pair on its own, in PyTorch's order of opera
     backward: x[c] = a*cos + b*sin,      x[c+half] = b*cos + (-(a*sin))
 with a = x[c], b = x[c + half]. The kernel writes a new array (fwd and bwd never write into their input).
 The plain version is the same expressions in numpy float32 (one rounding each).
+
+The built-in models' tables are computed ahead and shipped beside this file (rope_tables.npz, written by
+`python -m bendtorch.impl.kernels.rope_tables`): computing one compiles powf, cosf and sinf, 3 s of the 14 s a cold
+`train --model tiny` compiles, for a table of 64 numbers. impl's bits are the
+same on every machine, so a table computed once holds everywhere; it is read only with impl's portable functions
+(BENDTORCH_LIBM=clib's follow the C library) and only while its digest matches the source its bits follow from
+(this file, libm.py, impl.kernels.portable). Entry (pos, c) depends on pos, c, half and base alone, so one table
+of T positions serves every t <= T. tests/test_rope_shipped.py recomputes every shipped table.
 """
 
 from __future__ import annotations
+
+import functools
+import hashlib
+import warnings
+import zipfile
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -27,9 +41,19 @@ from bendtorch.impl.kernels import libm
 F = npt.NDArray[np.float32]
 F32 = np.float32
 
+HERE = Path(__file__).resolve().parent
+SHIPPED = HERE / "rope_tables.npz"
+
 
 def rope_table(t: int, half: int, base: np.float32) -> tuple[F, F]:
-    """(cos, sin), each t x half, entry (pos, c) from rope_ang's operations in its order (line 2133)."""
+    """(cos, sin), each t x half, entry (pos, c) from rope_ang's operations in its order (line 2133): the shipped
+    table's first t rows where one is current (new arrays, the caller's own), else computed."""
+    got = shipped_table(t, half, base)
+    return got if got is not None else computed_table(t, half, base)
+
+
+def computed_table(t: int, half: int, base: np.float32) -> tuple[F, F]:
+    """rope_table's numbers computed here, entry by entry, with libm's powf, cosf and sinf."""
     base = F32(base)
     cs = np.zeros((t, half), dtype=np.float32)
     sn = np.zeros((t, half), dtype=np.float32)
@@ -40,6 +64,61 @@ def rope_table(t: int, half: int, base: np.float32) -> tuple[F, F]:
         cs[pos, c] = libm.cosf(ang)
         sn[pos, c] = libm.sinf(ang)
     return cs, sn
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the shipped tables: computed ahead, read back while the source they follow from is unchanged
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def source_digest() -> str:
+    """sha256 of the source a portable table's bits follow from: this file, libm.py, impl.kernels.portable."""
+    h = hashlib.sha256()
+    for f in [HERE / "rope.py", HERE / "libm.py", *sorted((HERE / "portable").glob("*.py"))]:
+        h.update(f"{f.relative_to(HERE).as_posix()}\n".encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def table_key(half: int, base: np.float32) -> str:
+    return f"{half}_{int(np.asarray(F32(base)).view(np.uint32)):08x}"
+
+
+@functools.cache
+def shipped_tables(path: Path) -> dict[str, tuple[F, F]]:
+    """The current tables of a shipped file by key; none for BENDTORCH_LIBM=clib or a file of other source. The file
+    is only a speed aid: one that cannot be read or holds a malformed table is warned of and not used."""
+    if libm.MODE != "portable" or not path.exists():
+        return {}
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if str(z["digest"]) != source_digest():
+                return {}
+            out = {}
+            for name in z.files:
+                if name.startswith("cos_"):
+                    key = name[4:]
+                    cs, sn = z[name], z["sin_" + key]
+                    half = int(key.split("_")[0])
+                    if cs.dtype != np.float32 or cs.ndim != 2 or cs.shape[1] != half or sn.shape != cs.shape \
+                            or sn.dtype != np.float32:
+                        raise ValueError(f"table {key}: {cs.dtype} {cs.shape} and {sn.dtype} {sn.shape}")
+                    out[key] = (cs, sn)
+            return out
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
+        warnings.warn(f"{path}: RoPE tables not read ({type(e).__name__}: {e}); computing them instead",
+                      RuntimeWarning, stacklevel=2)
+        return {}
+
+
+def shipped_table(t: int, half: int, base: np.float32) -> tuple[F, F] | None:
+    """The first t rows of the shipped table for (half, base), as new arrays; None when none is shipped, it has
+    fewer than t rows, or it is not current (see shipped_tables)."""
+    got = shipped_tables(SHIPPED).get(table_key(half, base))
+    if got is None or got[0].shape[0] < t:
+        return None
+    return got[0][:t].copy(), got[1][:t].copy()
+
 
 
 @sized
