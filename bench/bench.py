@@ -10,7 +10,11 @@ steps), reset once the library's model and optimizer are built and the other lib
 /proc/self/clear_refs "5"): each figure holds the model, its gradients, optimizer state and everything a step
 allocates, plus what both share (the interpreter, numpy, numba, torch); the reset comes after the build, so impl's
 figure holds no copy of the initial weights kept for PyTorch. Where VmHWM is not available, ru_maxrss (then
-cumulative: the second library's figure includes the first's).
+cumulative: the second library's figure includes the first's). With glibc, the allocator's mmap threshold is fixed
+at 128 KiB for the whole bench (mallopt): left dynamic, glibc raises it as big blocks are freed, so after one
+library's round the other's arrays came from the heap and what it had freed stayed resident, and a figure depended
+on the round it was taken in (smol on an AMD EPYC, family 25, model 17: impl 2,719 MiB in the first round and 3,051
+in the next two, PyTorch 3,136-3,226; fixed, 2,714-2,728 and 2,878-2,896 in every round).
 
 Also measured: the wall time of a new user's first command, `bendtorch train --model tiny --steps 5`, in a fresh
 process on a cold numba cache (an empty NUMBA_CACHE_DIR, so every kernel compiles) without and with the cold-start
@@ -44,6 +48,20 @@ def _reset_peak() -> bool:
         return True
     except OSError:
         return False
+
+
+def _fix_mmap_threshold() -> bool:
+    """glibc: serve every block of 128 KiB or more with its own mapping, returned to the system when freed, for the
+    rest of the process (mallopt M_MMAP_THRESHOLD; see the module's docstring). False where there is no glibc."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    m_mmap_threshold = -3  # malloc.h
+    return bool(mallopt(ctypes.c_int(m_mmap_threshold), ctypes.c_int(128 * 1024)))
 
 
 def _peak_mib() -> float:
@@ -278,7 +296,8 @@ def bench(models: tuple[str, ...] = ("tiny", "smol"), repeats: int | None = None
     res: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "machine": machine(["torch"]),
         "load_average_at_start": list(os.getloadavg()),
-        "peak_rss_kind": "VmHWM per library" if _reset_peak() else "ru_maxrss (cumulative)",
+        "peak_rss_kind": ("VmHWM per library" if _reset_peak() else "ru_maxrss (cumulative)")
+        + (", glibc's mmap threshold fixed at 128 KiB" if _fix_mmap_threshold() else ""),
         "results": []}
     print(f"{'model':6} {'impl s/step':>12} {'torch s/step':>13} {'ratio':>7} {'impl MiB':>9} {'torch MiB':>10}")
     per: dict[str, list[dict[str, Any]]] = {name: [] for name in models}

@@ -460,15 +460,23 @@ def _run(a: F, b: F, c: F, kb: int, acc: bool, at: bool = False, ct: bool = Fals
         raise ValueError(f"matmul: the block length kb must be at least 1, got {kb}")
     if m * k * n < SERIAL_BELOW:
         if n < m:  # Cᵀ = Bᵀ·Aᵀ: the long side along the vector loop (_block4's passes fewer, each wider)
-            _mm_serial(b, True, a if at else np.ascontiguousarray(a.T), c, not ct, kb, acc, MB, JT)
+            _mm_serial(b, True, a if at else np.ascontiguousarray(a.T), c, not ct, kb, acc, MB, _tile_width(m))
         else:
-            _mm_serial(a, at, b, c, ct, kb, acc, MB, JT)
+            _mm_serial(a, at, b, c, ct, kb, acc, MB, _tile_width(n))
     elif k * min(n, JT) >= BIG_B and m <= 256:
         share = -(-n // max(1, numba.get_num_threads()))
         _mm(a, at, b, c, ct, kb, acc, max(1, m), max(16, -(-share // 16) * 16))
     else:
-        njt = -(-n // JT)  # column tiles of at most JT, of equal widths (rounded up to 16) so tasks are even
-        _mm(a, at, b, c, ct, kb, acc, MB, max(16, -(-(-(-n // njt)) // 16) * 16))
+        _mm(a, at, b, c, ct, kb, acc, MB, _tile_width(n))
+
+
+def _tile_width(n: int) -> int:
+    """The width of the column tiles of n columns: at most JT, all equal (so the tasks are even), rounded up to 16.
+    A task's stack rows are this far apart: a narrow product with JT-wide tiles had them 4 KiB apart, on the same
+    sets of the L1 cache (the tiny model's 32 x 32 by 32 x 64 6.6 -> 5.7 us, 32 x 256 by 256 x 64 46 -> 39 us on an
+    AMD EPYC, family 25, model 17; the bits are the same, each output's order being fixed by kb alone)."""
+    njt = -(-n // JT)
+    return max(16, -(-(-(-n // njt)) // 16) * 16)
 
 
 def _f32c(x: F, name: str) -> F:
