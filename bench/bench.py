@@ -10,11 +10,9 @@ steps), reset once the library's model and optimizer are built and the other lib
 /proc/self/clear_refs "5"): each figure holds the model, its gradients, optimizer state and everything a step
 allocates, plus what both share (the interpreter, numpy, numba, torch); the reset comes after the build, so impl's
 figure holds no copy of the initial weights kept for PyTorch. Where VmHWM is not available, ru_maxrss (then
-cumulative: the second library's figure includes the first's). With glibc, the allocator's mmap threshold is fixed
-at 128 KiB for the whole bench (mallopt): left dynamic, glibc raises it as big blocks are freed, so after one
-library's round the other's arrays came from the heap and what it had freed stayed resident, and a figure depended
-on the round it was taken in (smol on an AMD EPYC, family 25, model 17: impl 2,719 MiB in the first round and 3,051
-in the next two, PyTorch 3,136-3,226; fixed, 2,714-2,728 and 2,878-2,896 in every round).
+cumulative: the second library's figure includes the first's). In one process a figure also holds what the
+allocator kept of the other library's frees (see peak_alone), so for smol each round also measures each library's
+peak alone, in a fresh process that imports the same and trains ALONE_STEPS steps.
 
 Also measured: the wall time of a new user's first command, `bendtorch train --model tiny --steps 5`, in a fresh
 process on a cold numba cache (an empty NUMBA_CACHE_DIR, so every kernel compiles) without and with the cold-start
@@ -50,20 +48,6 @@ def _reset_peak() -> bool:
         return False
 
 
-def _fix_mmap_threshold() -> bool:
-    """glibc: serve every block of 128 KiB or more with its own mapping, returned to the system when freed, for the
-    rest of the process (mallopt M_MMAP_THRESHOLD; see the module's docstring). False where there is no glibc."""
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    m_mmap_threshold = -3  # malloc.h
-    return bool(mallopt(ctypes.c_int(m_mmap_threshold), ctypes.c_int(128 * 1024)))
-
-
 def _peak_mib() -> float:
     try:
         with open("/proc/self/status") as f:
@@ -86,23 +70,49 @@ def _time(step: Callable[[], Any], repeats: int) -> tuple[float, list[float]]:
     return statistics.median(ts), ts
 
 
-def bench_model(name: str, repeats: int, layers: int | None) -> dict[str, Any]:
-    from bendtorch import impl
-    from bendtorch.impl import llama
-    from bendtorch.reference import trio
+class _Setup:
+    """One model's configuration, batch, hyper-parameters and data, as every measurement here uses them."""
 
-    changes = {"layers": layers} if (layers is not None and name == "smol") else {}
-    cfg = llama.config(name, **changes)
-    b = 4 if name == "tiny" else 1
-    hp = trio.AdamWHP(lr=1e-3)
-    rng = np.random.default_rng(0)
-    x, y = llama.batch_at(rng.integers(0, cfg.vocab, size=10 * cfg.t), b, cfg.t, rng)
-    out: dict[str, Any] = {"model": name, "batch": b, "t": cfg.t, "layers": cfg.layers, "repeats": repeats}
+    def __init__(self, name: str, layers: int | None) -> None:
+        from bendtorch.impl import llama
+        from bendtorch.reference import trio
+
+        changes = {"layers": layers} if (layers is not None and name == "smol") else {}
+        self.cfg = llama.config(name, **changes)
+        self.b = 4 if name == "tiny" else 1
+        self.hp = trio.AdamWHP(lr=1e-3)
+        rng = np.random.default_rng(0)
+        self.x, self.y = llama.batch_at(rng.integers(0, self.cfg.vocab, size=10 * self.cfg.t), self.b, self.cfg.t,
+                                        rng)
+
+    def impl_run(self) -> tuple[Any, Any]:
+        """impl's model and its training run from init(0)."""
+        from bendtorch import impl
+        from bendtorch.impl import llama
+        from bendtorch.reference import trio
+
+        model = llama.build(impl, self.cfg, self.b)
+        return model, trio.impl_llama_run(model, self.hp.impl_cfg(), model.init(0))
+
+    def torch_run(self, model: Any) -> Any:
+        """PyTorch's training run from the same initial weights (impl's model initialised again from the same seed,
+        so that impl's peak holds no copy of them kept for PyTorch, nor PyTorch's the impl model); torch.optim's
+        default loop, grads zeroed in place."""
+        from bendtorch.impl import llama
+        from bendtorch.reference import trio
+
+        weights = llama.named(model.names, model.init(0))
+        return trio.torch_llama_run(self.cfg, self.b, weights, self.hp, foreach=None, set_to_none=False)
+
+
+def bench_model(name: str, repeats: int, layers: int | None) -> dict[str, Any]:
+    su = _Setup(name, layers)
+    x, y = su.x, su.y
+    out: dict[str, Any] = {"model": name, "batch": su.b, "t": su.cfg.t, "layers": su.cfg.layers, "repeats": repeats}
     last = [0.0]
 
     # impl
-    model = llama.build(impl, cfg, b)
-    run: trio.Run = trio.impl_llama_run(model, hp.impl_cfg(), model.init(0))
+    model, run = su.impl_run()
     out["parameters"] = model.layer.count()
 
     def step() -> None:
@@ -114,13 +124,9 @@ def bench_model(name: str, repeats: int, layers: int | None) -> dict[str, Any]:
     out["impl"] = {"median_s": med, "times_s": ts, "peak_rss_mib": _peak_mib(), "loss": last[0]}
     del run
 
-    # PyTorch, from the same initial weights (initialised again from the same seed, so that impl's peak does not
-    # include a copy of them kept for PyTorch, nor PyTorch's the impl model); torch.optim's default loop, grads
-    # zeroed in place
-    weights = llama.named(model.names, model.init(0))
+    # PyTorch
+    run = su.torch_run(model)
     del model
-    run = trio.torch_llama_run(cfg, b, weights, hp, foreach=None, set_to_none=False)
-    del weights
     gc.collect()
     _reset_peak()
     med, ts = _time(step, repeats)
@@ -129,9 +135,44 @@ def bench_model(name: str, repeats: int, layers: int | None) -> dict[str, Any]:
                     "threads": torch.get_num_threads()}
     out["ratio_impl_over_torch"] = out["impl"]["median_s"] / out["torch"]["median_s"]
     out["ratio_peak_rss_impl_over_torch"] = out["impl"]["peak_rss_mib"] / out["torch"]["peak_rss_mib"]
-    out["tokens_per_step"] = b * cfg.t
+    out["tokens_per_step"] = su.b * su.cfg.t
     del run
     return out
+
+
+# steps a process measuring one library's peak alone trains (the optimizer state is allocated at the first)
+ALONE_STEPS = 3
+
+
+def _alone(lib: str, name: str, layers: int | None, steps: int) -> float:
+    """In this process (a fresh one): the peak RSS (MiB) over `steps` training steps of one library, the rest as in
+    bench_model (torch imported as there, the peak reset after the build)."""
+    import torch  # noqa: F401 - the bench's process holds both libraries: the same shared part in both figures
+
+    su = _Setup(name, layers)
+    model, run = su.impl_run()
+    if lib == "torch":
+        del run
+        run = su.torch_run(model)
+    del model
+    gc.collect()
+    _reset_peak()
+    for _ in range(steps):
+        run.step(su.x, su.y)
+    return _peak_mib()
+
+
+def peak_alone(lib: str, name: str, layers: int | None, steps: int = ALONE_STEPS) -> float:
+    """The peak RSS (MiB) of `steps` training steps of one library in a fresh process (_alone). In the bench's own
+    process a library's figure also holds what the allocator kept of the other library's frees: glibc raises its
+    mmap threshold as big blocks are freed, so after one library's round the other's arrays come from the heap (smol
+    on an AMD EPYC, family 25, model 17: impl 2,719 MiB in the first round and 3,051 in the next two). Fixing the
+    threshold instead (mallopt) made every big array a fresh mapping and the smol step 1.6 -> 2.8 s."""
+    import subprocess
+
+    r = subprocess.run([sys.executable, "-m", "bendtorch.bench.bench", "alone", lib, name, str(layers or 0),
+                        str(steps)], capture_output=True, text=True, check=True)
+    return float(r.stdout.split()[-1])
 
 
 _ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -247,6 +288,9 @@ def goals(res: dict[str, Any]) -> list[dict[str, Any]]:
                 r["ratio_impl_over_torch"], GOALS["smol"])
             row(f"smol peak RSS ({r['layers']} layers)", f"impl/torch peak RSS <= {GOALS['smol_rss']}",
                 r["ratio_peak_rss_impl_over_torch"], GOALS["smol_rss"])
+            if "ratio_peak_rss_alone" in r:
+                row(f"smol peak RSS, alone ({r['layers']} layers)", f"impl/torch peak RSS <= {GOALS['smol_rss']}",
+                    r["ratio_peak_rss_alone"], GOALS["smol_rss"])
     if res.get("first_step_fresh_process"):
         row("first train --model tiny --steps 5, cold cache", f"wall <= {GOALS['first_step_cold_s']} s",
             res["first_step_fresh_process"]["cold_cache_process_s"], GOALS["first_step_cold_s"])
@@ -268,9 +312,13 @@ def pooled(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     ratios = [r["ratio_impl_over_torch"] for r in rounds]
     rss = [r["ratio_peak_rss_impl_over_torch"] for r in rounds]
     mid = sorted(rounds, key=lambda r: r["ratio_impl_over_torch"])[(len(rounds) - 1) // 2]
+    alone = [r["ratio_peak_rss_alone"] for r in rounds if "ratio_peak_rss_alone" in r]
     return {**mid, "ratio_impl_over_torch": statistics.median(ratios), "ratio_range": [min(ratios), max(ratios)],
             "ratio_peak_rss_impl_over_torch": statistics.median(rss), "ratio_peak_rss_range": [min(rss), max(rss)],
-            "rounds": [{k: r[k] for k in ("ratio_impl_over_torch", "ratio_peak_rss_impl_over_torch")}
+            **({"ratio_peak_rss_alone": statistics.median(alone), "ratio_peak_rss_alone_range": [min(alone), max(alone)]}
+               if alone else {}),
+            "rounds": [{k: r[k] for k in ("ratio_impl_over_torch", "ratio_peak_rss_impl_over_torch",
+                                          "ratio_peak_rss_alone", "peak_alone_mib") if k in r}
                        | {"impl_median_s": r["impl"]["median_s"], "torch_median_s": r["torch"]["median_s"]}
                        for r in rounds]}
 
@@ -296,8 +344,7 @@ def bench(models: tuple[str, ...] = ("tiny", "smol"), repeats: int | None = None
     res: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "machine": machine(["torch"]),
         "load_average_at_start": list(os.getloadavg()),
-        "peak_rss_kind": ("VmHWM per library" if _reset_peak() else "ru_maxrss (cumulative)")
-        + (", glibc's mmap threshold fixed at 128 KiB" if _fix_mmap_threshold() else ""),
+        "peak_rss_kind": "VmHWM per library" if _reset_peak() else "ru_maxrss (cumulative)",
         "results": []}
     print(f"{'model':6} {'impl s/step':>12} {'torch s/step':>13} {'ratio':>7} {'impl MiB':>9} {'torch MiB':>10}")
     per: dict[str, list[dict[str, Any]]] = {name: [] for name in models}
@@ -305,10 +352,16 @@ def bench(models: tuple[str, ...] = ("tiny", "smol"), repeats: int | None = None
         for name in models:
             reps = repeats if repeats is not None else (25 if name == "tiny" else 5)
             r = bench_model(name, reps, layers)
+            if name == "smol":  # the memory goal's model: each library's peak also in a process of its own
+                alone = r["peak_alone_mib"] = {lib: peak_alone(lib, name, layers) for lib in ("impl", "torch")}
+                r["ratio_peak_rss_alone"] = alone["impl"] / alone["torch"]
             per[name].append(r)
             print(f"{name:6} {r['impl']['median_s']:12.4f} {r['torch']['median_s']:13.4f} "
                   f"{r['ratio_impl_over_torch']:7.2f} {r['impl']['peak_rss_mib']:9.0f} "
                   f"{r['torch']['peak_rss_mib']:10.0f}  round {k + 1}/{rounds}", flush=True)
+            if "peak_alone_mib" in r:
+                print(f"{'':6} {'':12} {'':13} {r['ratio_peak_rss_alone']:7.2f} {r['peak_alone_mib']['impl']:9.0f} "
+                      f"{r['peak_alone_mib']['torch']:10.0f}  (peak RSS, each library alone)", flush=True)
     for name in models:
         r = pooled(per[name])
         res["results"].append(r)
@@ -350,3 +403,9 @@ def bench(models: tuple[str, ...] = ("tiny", "smol"), repeats: int | None = None
         write_json(json_path, res)
         print(f"wrote {json_path}")
     return res
+
+
+if __name__ == "__main__":  # python -m bendtorch.bench.bench alone LIB MODEL LAYERS STEPS (what peak_alone runs)
+    if len(sys.argv) != 6 or sys.argv[1] != "alone" or sys.argv[2] not in ("impl", "torch"):
+        sys.exit("usage: python -m bendtorch.bench.bench alone impl|torch MODEL LAYERS(0: the model's) STEPS")
+    print(f"{_alone(sys.argv[2], sys.argv[3], int(sys.argv[4]) or None, int(sys.argv[5])):.3f}")

@@ -226,3 +226,12 @@ def test_the_bench_json_validates_against_its_schema(tmp_path: Path, capsys: pyt
     lo, hi = r["ratio_range"]  # the median of two rounds lies within their range
     assert len(r["rounds"]) == 2 and lo <= r["ratio_impl_over_torch"] <= hi
     assert f"wrote {p}" in capsys.readouterr().out
+
+
+def test_a_librarys_peak_alone_is_measured_in_a_fresh_process() -> None:
+    from bendtorch.bench import bench as B
+
+    mib = B.peak_alone("impl", "tiny", None, steps=1)
+    assert 100 < mib < 4096  # the interpreter, numpy, numba, torch and the tiny model: hundreds of MiB
+    with pytest.raises(subprocess.CalledProcessError):  # a library the bench does not know is refused
+        B.peak_alone("jax", "tiny", None, steps=1)
