@@ -15,11 +15,11 @@ The plain version is the same expressions in numpy float32 (one rounding each).
 
 The built-in models' tables are computed ahead and shipped beside this file (rope_tables.npz, written by
 `python -m bendtorch.impl.kernels.rope_tables`): computing one compiles powf, cosf and sinf, 3 s of the 14 s a cold
-`train --model tiny` compiles, for a table of 64 numbers. impl's bits are the
-same on every machine, so a table computed once holds everywhere; it is read only with impl's portable functions
-(BENDTORCH_LIBM=clib's follow the C library) and only while its digest matches the source its bits follow from
-(this file, libm.py, impl.kernels.portable). Entry (pos, c) depends on pos, c, half and base alone, so one table
-of T positions serves every t <= T. tests/test_rope_shipped.py recomputes every shipped table.
+`train --model tiny` compiles, for a table of 64 numbers. impl's bits are the same on every machine, so a table
+computed once holds everywhere; it is read only with impl's portable functions (BENDTORCH_LIBM=clib's follow the C
+library) and only while its digest matches the source its bits follow from (this file, libm.py,
+impl.kernels.portable). Entry (pos, c) depends on pos, c, half and base alone, so one table of T positions serves
+every t <= T. tests/test_rope_shipped.py recomputes every shipped table.
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ def source_digest() -> str:
 
 
 def table_key(half: int, base: np.float32) -> str:
+    """The name a table has in the shipped file: half and the bits of base as float32 ("4_461c4000")."""
     return f"{half}_{int(np.asarray(F32(base)).view(np.uint32)):08x}"
 
 
