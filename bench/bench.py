@@ -315,8 +315,8 @@ def pooled(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     alone = [r["ratio_peak_rss_alone"] for r in rounds if "ratio_peak_rss_alone" in r]
     return {**mid, "ratio_impl_over_torch": statistics.median(ratios), "ratio_range": [min(ratios), max(ratios)],
             "ratio_peak_rss_impl_over_torch": statistics.median(rss), "ratio_peak_rss_range": [min(rss), max(rss)],
-            **({"ratio_peak_rss_alone": statistics.median(alone), "ratio_peak_rss_alone_range": [min(alone), max(alone)]}
-               if alone else {}),
+            **({"ratio_peak_rss_alone": statistics.median(alone),
+                "ratio_peak_rss_alone_range": [min(alone), max(alone)]} if alone else {}),
             "rounds": [{k: r[k] for k in ("ratio_impl_over_torch", "ratio_peak_rss_impl_over_torch",
                                           "ratio_peak_rss_alone", "peak_alone_mib") if k in r}
                        | {"impl_median_s": r["impl"]["median_s"], "torch_median_s": r["torch"]["median_s"]}
