@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from bendtorch.impl.kernels.serial import sized
 
-from bendtorch.impl.kernels import libm
+from bendtorch.impl.kernels import libm, portable
 
 F = npt.NDArray[np.float32]
 F32 = np.float32
@@ -72,10 +72,10 @@ def computed_table(t: int, half: int, base: np.float32) -> tuple[F, F]:
 
 
 def source_digest() -> str:
-    """sha256 of the source a portable table's bits follow from: this file, libm.py, impl.kernels.portable."""
-    h = hashlib.sha256()
-    for f in [HERE / "rope.py", HERE / "libm.py", *sorted((HERE / "portable").glob("*.py"))]:
-        h.update(f"{f.relative_to(HERE).as_posix()}\n".encode())
+    """sha256 of the source a portable table's bits follow from: impl.kernels.portable (its SOURCE_DIGEST), libm.py
+    and this file."""
+    h = hashlib.sha256(f"{portable.SOURCE_DIGEST}\n".encode())
+    for f in (HERE / "libm.py", HERE / "rope.py"):
         h.update(f.read_bytes())
     return h.hexdigest()
 
@@ -119,7 +119,6 @@ def shipped_table(t: int, half: int, base: np.float32) -> tuple[F, F] | None:
     if got is None or got[0].shape[0] < t:
         return None
     return got[0][:t].copy(), got[1][:t].copy()
-
 
 
 @sized
