@@ -121,29 +121,31 @@ def test_both_pass_lengths_give_each_row_its_running_sum() -> None:
                     assert np.isnan(s[0]).all() and np.isnan(s[5]).all() and np.isnan(s[:, :jt]).all()
 
 
-def _serial_with_tiles(tile: bool):  # type: ignore[no-untyped-def]
-    """The serial driver compiled apart with TILE = tile (the module's own TILE follows the CPU, as KP does)."""
-    task = numba.njit(inline="always")(renamed_copy(MM._mm_task_body, f"_tile{int(tile)}", TILE=tile))
-    return numba.njit(renamed_copy(MM._mm_serial.py_func, f"_tile{int(tile)}", _mm_task_inline=task))
+def _serial_with_tiles(lanes: int):  # type: ignore[no-untyped-def]
+    """The serial driver compiled apart with register tiles of 8 lanes (TILE), 16 lanes (TILE16) or none (lanes 0:
+    _block4's passes alone); the module's own choice follows the CPU, as KP does."""
+    tiles = {"TILE": lanes == 8, "TILE16": lanes == 16}
+    task = numba.njit(inline="always")(renamed_copy(MM._mm_task_body, f"_tile{lanes}", **tiles))
+    return numba.njit(renamed_copy(MM._mm_serial.py_func, f"_tile{lanes}", _mm_task_inline=task))
 
 
 def test_register_tiles_and_passes_give_the_same_bits() -> None:
-    # the register tiles (TILE, where there are 16 vector registers) and _block4's passes alone (where there are
-    # 32) are speed choices: both must give mm_plain's bits, with ragged strips (N mod 16), ragged row groups
-    # (M mod 4, and M < 4: no tile), column tiles narrower than N (strips from a column j0 > 0), A transposed and
-    # C written transposed; N = 512: B's strips packed before the tiles read them
+    # the register tiles (4 x 16 of eight lanes where there are 16 vector registers, 4 x 64 of sixteen where there
+    # are 32) and _block4's passes alone are speed choices: each must give mm_plain's bits, with ragged strips (N mod
+    # 16 or 64), ragged row groups (M mod 4, and M < 4: no tile), column tiles narrower than N (strips from a column
+    # j0 > 0), A transposed and C written transposed; N = 512: B's strips packed before the tiles read them
     rng = np.random.default_rng(17)
-    drivers = {t: _serial_with_tiles(t) for t in (True, False)}
+    drivers = {lanes: _serial_with_tiles(lanes) for lanes in (8, 16, 0)}
     for m, k, n, jtw in [(4, 16, 16, 16), (7, 33, 37, 48), (16, 40, 48, 32), (13, 5, 100, 112), (3, 20, 32, 32),
-                         (9, 0, 16, 16), (8, 20, 512, 256)]:
+                         (9, 0, 16, 16), (8, 20, 512, 256), (5, 18, 300, 160), (12, 40, 130, 144)]:
         a, b = _rand(rng, m, k), _rand(rng, k, n)
         want = MM.mm_plain(a, b)
         for at in (False, True):
             for ct in (False, True):
-                for tile, run in drivers.items():
+                for lanes, run in drivers.items():
                     c = np.full((n, m) if ct else (m, n), np.nan, dtype=F32)
                     run(np.ascontiguousarray(a.T) if at else a, at, b, c, ct, MM.KB, False, MM.MB, jtw)
-                    assert _same_bits(c.T if ct else c, want), (tile, m, k, n, jtw, at, ct)
+                    assert _same_bits(c.T if ct else c, want), (lanes, m, k, n, jtw, at, ct)
 
 
 @pytest.mark.parametrize("n,i,o", [(19, 23, 29), (29, 19, 23)])  # the second: small products run as Cᵀ = Bᵀ·Aᵀ

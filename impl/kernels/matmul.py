@@ -47,9 +47,10 @@ compares every driver with mm_plain): numba @njit(cache=True, parallel=True), pr
 outputs only (never over a sum). A task is MB output rows by one tile of columns (tiles of equal widths, at most
 JT = 1024, column tile outermost so the threads share one K x JT tile of B from the L2 cache); per K-block in
 order, the task's rows four at a time (`_block4`: each loaded B[k, j] serves four rows' running sums, eight or four
-k per pass; or, on CPUs with 16 vector registers, `_tiles`: 4 x 16 register tiles that keep their sums in registers
-over the block), each row's partial merged into its stack. Products below SERIAL_BELOW multiply-adds run
-the same task code on the calling thread (no thread pool). When B is bigger than the caches and A has few rows (the
+k per pass; and before them register tiles that keep their sums in registers over the block: on CPUs with 16 vector
+registers `_tiles`, 4 x 16 in eight lanes, and with 32 (AVX-512) `_tiles16`, 4 x 64 in sixteen), each row's partial
+merged into its stack. Products below SERIAL_BELOW multiply-adds run the same task code on the calling thread (no thread
+pool; without the sixteen-lane tiles, see _mm_task_inline). When B is bigger than the caches and A has few rows (the
 tied head's dX, 128 x 49152 by 49152 x 576) a task takes all rows and a share of the columns, so B is streamed
 once. A's elements are read one at a time and C's written once, so either may be the transpose of the array
 given: matmul_tn_acc reads dYᵀ from dY, and matmul_nt does not copy a big W (the 49152 x 576 head): it computes W·xᵀ
@@ -69,7 +70,7 @@ import numpy.typing as npt
 from bendtorch.impl.kernels.index import block_span, n_blocks
 from bendtorch.impl.kernels.portable.target import has_avx512f
 from bendtorch.impl.kernels.serial import called_and_inlined
-from bendtorch.impl.kernels.simd import load8, madd8, splat8, store8, zero8
+from bendtorch.impl.kernels.simd import load8, load16, madd8, madd16, splat8, splat16, store8, store16, zero8, zero16
 
 F = npt.NDArray[np.float32]
 F32 = np.float32
@@ -98,10 +99,12 @@ def vector_registers() -> int:
 # the sums (AVX-512's 32 registers), four where there are 16 (AVX2: with eight, A's values are spilled to the stack
 # and reloaded in the vector loop). See _block4 for the measurements.
 KP = 8 if vector_registers() >= 32 else 4
-# register tiles (_tiles) for the whole strips of 16 columns of the full groups of four rows, where there are 16
-# vector registers (a speed choice only: a tile's sums add their terms in the same order as a pass's); where there are
-# 32, _block4's pass of eight alone (the speed measured there). See _tiles for the measurements.
+# register tiles for the whole strips of the full groups of four rows (a speed choice only: a tile's sums add their
+# terms in the same order as a pass's): of eight lanes on strips of 16 columns where there are 16 vector registers
+# (TILE, _tiles), of sixteen lanes on strips of 64 where there are 32 (TILE16, _tiles16); _block4's passes do the
+# rest. See _tiles and _tile16 for the measurements.
 TILE = vector_registers() < 32
+TILE16 = not TILE
 # below this many multiply-adds (M K N) a product runs on the calling thread (the serial driver): waking numba's
 # thread pool costs more than it saves, and much more on a loaded machine (same bits: the same task code runs)
 SERIAL_BELOW = 1 << 21
@@ -213,6 +216,72 @@ def _tiles(a: F, at: bool, i0: int, ng: int, b: F, k0: int, k1: int, j0: int, jn
         else:
             for g in range(ng):
                 _tile4(af, np.uint64(i0 + 4 * g) * sr, sr, sk, b, k0, jb, k0, k1, s, 4 * g, j)
+    return jt
+
+
+@numba.njit(inline="always")
+def _tile16(af: F, ia: np.uint64, sr: np.uint64, sk: np.uint64, b: F, jb: np.uint64, k0: int, k1: int, s: F, r0: int,
+            j: int) -> None:
+    """_tile4 in sixteen lanes (AVX-512's zmm registers): s[r0 + r, j:j + 64] = the running sums, left to right from
+    +0.0, of A[row r, k] * B[k, jb:jb + 64] over k0 <= k < k1 for the four rows r = 0..3 (A's numbers as in
+    _tile4), sixteen vector sums (four rows by four vectors of sixteen columns) held in registers over the whole span,
+    each step a product rounded and then added (simd.madd16). Per k it loads four vectors of B and four numbers of A for
+    256 multiply-adds; the sums, B's four vectors and a broadcast take 21 of the 32 registers. _block4's pass of eight,
+    which the CPU ran here before, loads and stores each of its four sums per eight k and keeps its 32 values of A
+    spilled in part to the stack. The tiles against the passes alone (mm on standard normal inputs, two threads, the
+    best of 7, two runs of each in turn; AMD EPYC, family 25, model 17): 128 x 576 by 576 x 576 108-110 -> 142-145 GF/s,
+    128 x 1536 by 1536 x 576 116-122 -> 141-143, 576 x 128 by 128 x 576 109-118 -> 142-144, the LM head's forward 96-97
+    -> 117, the head's dX 88-92 -> 84-91 (the same). Only the parallel product has them: see _mm_task_inline."""
+    c00, c01, c02, c03 = zero16(), zero16(), zero16(), zero16()
+    c10, c11, c12, c13 = zero16(), zero16(), zero16(), zero16()
+    c20, c21, c22, c23 = zero16(), zero16(), zero16(), zero16()
+    c30, c31, c32, c33 = zero16(), zero16(), zero16(), zero16()
+    q0 = ia + np.uint64(k0) * sk
+    q1, q2, q3 = q0 + sr, q0 + sr + sr, q0 + sr + sr + sr
+    j1, j2, j3 = jb + np.uint64(16), jb + np.uint64(32), jb + np.uint64(48)
+    for k in range(k0, k1):
+        b0, b1, b2, b3 = load16(b, k, jb), load16(b, k, j1), load16(b, k, j2), load16(b, k, j3)
+        x = splat16(af[q0])
+        c00, c01, c02, c03 = madd16(c00, x, b0), madd16(c01, x, b1), madd16(c02, x, b2), madd16(c03, x, b3)
+        x = splat16(af[q1])
+        c10, c11, c12, c13 = madd16(c10, x, b0), madd16(c11, x, b1), madd16(c12, x, b2), madd16(c13, x, b3)
+        x = splat16(af[q2])
+        c20, c21, c22, c23 = madd16(c20, x, b0), madd16(c21, x, b1), madd16(c22, x, b2), madd16(c23, x, b3)
+        x = splat16(af[q3])
+        c30, c31, c32, c33 = madd16(c30, x, b0), madd16(c31, x, b1), madd16(c32, x, b2), madd16(c33, x, b3)
+        q0, q1, q2, q3 = q0 + sk, q1 + sk, q2 + sk, q3 + sk
+    store16(s, r0, j, c00)
+    store16(s, r0, j + 16, c01)
+    store16(s, r0, j + 32, c02)
+    store16(s, r0, j + 48, c03)
+    store16(s, r0 + 1, j, c10)
+    store16(s, r0 + 1, j + 16, c11)
+    store16(s, r0 + 1, j + 32, c12)
+    store16(s, r0 + 1, j + 48, c13)
+    store16(s, r0 + 2, j, c20)
+    store16(s, r0 + 2, j + 16, c21)
+    store16(s, r0 + 2, j + 32, c22)
+    store16(s, r0 + 2, j + 48, c23)
+    store16(s, r0 + 3, j, c30)
+    store16(s, r0 + 3, j + 16, c31)
+    store16(s, r0 + 3, j + 32, c32)
+    store16(s, r0 + 3, j + 48, c33)
+
+
+@numba.njit(inline="always")
+def _tiles16(a: F, at: bool, i0: int, ng: int, b: F, k0: int, k1: int, j0: int, jn: int, s: F) -> int:
+    """_tiles with sixteen-lane tiles (_tile16) on strips of 64 columns, where there are 32 vector registers
+    (AVX-512), B read where it is: packing the strips of a B whose rows are a multiple of 2 KiB apart, as _tiles
+    does, made those products slower here (the LM head's forward 117 -> 99 GF/s, 128 x 576 by 576 x 1536 141 -> 117;
+    AMD EPYC, family 25, model 17, 2 threads). Returns the columns done (jn rounded down to 64)."""
+    af = a.reshape(a.size)  # a view: A's numbers by flat index, unsigned (no wraparound test)
+    wa = np.uint64(a.shape[1])
+    sr, sk = (np.uint64(1), wa) if at else (wa, np.uint64(1))
+    u0 = np.uint64(j0)
+    jt = jn - jn % 64
+    for j in range(0, jt, 64):
+        for g in range(ng):
+            _tile16(af, np.uint64(i0 + 4 * g) * sr, sr, sk, b, u0 + np.uint64(j), k0, k1, s, 4 * g, j)
     return jt
 
 
@@ -353,8 +422,8 @@ def _mm_task_body(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, task
     jn = min(jtw, n - j0)
     # the rows' stacks, level by level (three rows more: _block4's scratch rows for a last group of fewer than four)
     stacks = np.empty((nlev, mb + RB - 1, jtw), dtype=np.float32)
-    # TILE is a constant: where it is False (32 vector registers) numba prunes the branches on it before inlining, so
-    # _tiles and _packs are not compiled at all (a bool expression on it, `TILE and ...`, is not pruned)
+    # TILE and TILE16 are constants: numba prunes the branches on a False one before inlining, so that kind of tile is
+    # not compiled at all (a bool expression on it, `TILE and ...`, is not pruned)
     npb = 0
     if TILE:
         npb = (jtw // 16) * kb if _packs(b) else 0
@@ -370,6 +439,10 @@ def _mm_task_body(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, task
             ng = mr // RB if jn >= 16 else 0
             if ng > 0:
                 tiled = _tiles(a, at, i0, ng, b, k0, k1, j0, jn, stacks[lev], pb)
+        if TILE16:
+            ng = mr // RB if jn >= 64 else 0
+            if ng > 0:
+                tiled = _tiles16(a, at, i0, ng, b, k0, k1, j0, jn, stacks[lev])
         for r in range(0, mr, RB):
             _block4(a, at, i0 + r, min(RB, mr - r), b, k0, k1, j0, tiled if r < ng * RB else 0, jn, stacks[lev], r)
         if lev > 0:
@@ -403,8 +476,10 @@ def _mm_task_body(a: F, at: bool, b: F, c: F, ct: bool, kb: int, acc: bool, task
 
 
 # the task compiled for the parallel product's loop and inlined into the serial one (a command whose products are all
-# small, the tiny model's train, compiles no level for it)
-_mm_task, _mm_task_inline = called_and_inlined(_mm_task_body)
+# small, the tiny model's train, compiles no level for it), the serial copy without the sixteen-lane tiles: they cost
+# a cold `train --model tiny` 1.3 s more of compiling the serial product (3.1 -> 4.4 s, 7.2-8.0 -> 8.1-8.3 s in all),
+# on the command's critical path, and the tiny model's step was the same within the noise with and without them
+_mm_task, _mm_task_inline = called_and_inlined(_mm_task_body, TILE16=False)
 
 
 @numba.njit(cache=True, parallel=True)

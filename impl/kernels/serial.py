@@ -59,11 +59,13 @@ def sized(kernel: Any, below: int = SERIAL_BELOW) -> Callable[..., Any]:
     return run
 
 
-def called_and_inlined(body: Any) -> tuple[Any, Any]:
+def called_and_inlined(body: Any, **inline_bound: Any) -> tuple[Any, Any]:
     """body compiled as a function of its own (cache=True; a parallel loop calls it once per unit) and as an inlined
-    copy (numba's inline="always") for a sequential loop. numba links a copy of every compiled callee into each
+    copy (numba's inline="always") for a sequential loop, its global names `inline_bound` set to other values in that
+    copy alone (speed choices only: see renamed_copy). numba links a copy of every compiled callee into each
     caller and optimises and emits it again there, so a callee of its own under the sequential loop is one more level
     of that work at a cold start: with the copy inlined, a command that runs only the sequential kernel compiles no
     level for it, and one that runs both kinds compiles the body twice (docs/FINDINGS.md gives the figures). The same
     Python function either way: the same bits."""
-    return numba.njit(cache=True)(body), numba.njit(inline="always")(body)
+    inlined = renamed_copy(body, "_inline", **inline_bound) if inline_bound else body
+    return numba.njit(cache=True)(body), numba.njit(inline="always")(inlined)
