@@ -112,7 +112,7 @@ SERIAL_BELOW = 1 << 21
 # _run): a tile that big does not stay in the caches while the row blocks read it
 BIG_B = 1 << 22
 # W's size (numbers) from which matmul_nt does not copy Wᵀ (see there)
-BIG_W = 1 << 19
+BIG_W = 1 << 18
 _ZERO = np.float32(0.0)
 
 
@@ -615,12 +615,15 @@ def mm_plain(a: F, b: F, kb: int = KB) -> F:
 def matmul_nt(x: F, w: F) -> F:
     """y = x·Wᵀ (Linear's forward, main.bend line 618): x n x i, W o x i, y n x o; y[r, c] sums over i in the
     blocked-tree order. The core gets x and a row-major copy of Wᵀ (i x o); or, when W is big (o i >= BIG_W numbers:
-    the 49152 x 576 LM head, smol's 1536 x 576 and 576 x 1536 MLP weights), it computes W·xᵀ (o x n) from W as it is
-    and a copy of xᵀ and writes it transposed into y: the same products (a b = b a exactly in floating point) summed
-    in the same order, so the same bits, without copying W or the result. Measured with 128 tokens on an AMD EPYC
-    (family 26, model 2), 2 cores, copy form against W·xᵀ: 576 x 1536 2.52 against 2.06 ms, 1536 x 576 1.94 against
-    1.87, 576 x 576 0.69 against 0.70, 192 x 576 0.23 against 0.25; the head's forward 55 ms, against 40 for the
-    product from a copy of Wᵀ and 47 for the copy."""
+    the 49152 x 576 LM head, smol's 1536 x 576 and 576 x 1536 MLP weights and its 576 x 576 projections), it computes
+    W·xᵀ (o x n) from W as it is and a copy of xᵀ and writes it transposed into y: the same products (a b = b a
+    exactly in floating point) summed in the same order, so the same bits, without copying W or the result. Measured
+    with 128 tokens on an AMD EPYC (family 26, model 2), 2 cores, copy form against W·xᵀ: 576 x 1536 2.52 against
+    2.06 ms, 1536 x 576 1.94 against 1.87, 576 x 576 0.69 against 0.70, 192 x 576 0.23 against 0.25; the head's
+    forward 55 ms, against 40 for the product from a copy of Wᵀ and 47 for the copy. With the sixteen-lane tiles on an
+    AMD EPYC (family 25, model 17), each W one of 30 (so not in the caches, as in a step), five rounds in turn: 576 x
+    576 1.35-1.45 against 1.24 ms (hence BIG_W = 2^18 rather than 2^19), 192 x 576 0.46-0.47 against 0.45-0.46,
+    1536 x 576 3.92-4.03 against 3.24-3.30, 576 x 1536 4.53-4.89 against 2.97-3.00."""
     x = _f32c(x, "x")
     w = _f32c(w, "W")
     if x.shape[1] != w.shape[1]:
