@@ -39,7 +39,8 @@ from bendtorch.impl.optstate import (Adam, ConfigError, Momentum, NoMom, OneMom,
                                      PNew, PNode, PTree, SGD, TwoMom, state_diff, state_fits, state_join, state_map,
                                      state_split)
 from bendtorch.impl.specs import (ArrSkel, Check, Flat, Ids, IdsSpec, Mat, MatSpec, PairSpec, ShapeError, Spec,
-                                  check_value, param_check, param_diff, skeleton, structure_diff, value_check)
+                                  check_value, param_check, param_diff, skeleton, structure_check, structure_diff,
+                                  value_check)
 
 P = TypeVar("P")
 X = TypeVar("X")
@@ -164,6 +165,10 @@ class Layer(Generic[P, X, Y, S]):
     def _dx_ok(self) -> Check:
         return value_check(self.x_spec, self.dtype, grad=True)
 
+    @cached_property
+    def _g_like_p(self) -> Check:
+        return structure_check(self.p_skel, self._depth())
+
     def _refuse(self, call: str, what: str, e: str | None) -> None:
         if e is not None:
             raise ShapeError(f"{self.label}.{call}: {what}{e}")
@@ -188,7 +193,8 @@ class Layer(Generic[P, X, Y, S]):
         if not self._dx_ok(r.dx):
             self._refuse("bwd", "dx must have x's structure and shape: ",
                          check_value(r.dx, self.x_spec, self.dtype, grad=True))
-        self._refuse("bwd", "g must have p's structure: ", structure_diff(r.g, p, depth=depth))
+        if not self._g_like_p(r.g):
+            self._refuse("bwd", "g must have p's structure: ", structure_diff(r.g, p, depth=depth))
         return r
 
     def step(self, op: Opt, p: P, g: P, st: "OptState[P]") -> Step[P]:

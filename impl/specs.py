@@ -166,6 +166,27 @@ def _structure_diff(a: object, b: object, depth: int) -> tuple[str, str] | None:
     return None
 
 
+def structure_check(skel: object, depth: int = -1) -> Check:
+    """A predicate built once for a parameter skeleton, true only where `structure_diff(v, p, depth=depth)` is None
+    for every p that `param_check(skel, depth)` accepts (a layer's backward pass holds its gradient to its p, which
+    passed that check): the same walk as _structure_diff, each node a closure comparing against constants. A
+    counter's node always says no: p's counter may be a Python or a numpy integer, which structure_diff tells apart,
+    so the caller asks structure_diff itself there."""
+    if isinstance(skel, ArrSkel):
+        shape, dt = skel.shape, skel.dtype
+        return lambda v: isinstance(v, np.ndarray) and v.shape == shape and v.dtype == dt
+    if isinstance(skel, tuple):
+        kind, n = type(skel), len(skel)
+        return _tuple_check(kind, n, [] if depth == 0 else list(enumerate(structure_check(x, depth - 1)
+                                                                           for x in skel)))
+    if skel is None:
+        return lambda v: v is None
+    if isinstance(skel, int) and not isinstance(skel, bool):
+        return lambda v: False
+    kind_ = type(skel)
+    return lambda v: type(v) is kind_
+
+
 @dataclass(frozen=True)
 class ArrSkel:
     """An array of a declared shape and dtype, in a parameter structure's skeleton."""
@@ -232,6 +253,19 @@ def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
+def _tuple_check(kind: type, n: int, parts: list[tuple[int, Check]]) -> Check:
+    """A tuple node's predicate: v of exactly the type `kind` (a tuple type or record) and length n, each part i
+    accepted by its check."""
+    def tup(v: object) -> bool:
+        if type(v) is not kind or len(v) != n:  # type: ignore[arg-type]
+            return False
+        for i, ok in parts:
+            if not ok(v[i]):  # type: ignore[index]
+                return False
+        return True
+    return tup
+
+
 def param_check(skel: object, depth: int = -1) -> Check:
     """The predicate `param_diff(v, skel, depth=depth) is None`, built once for the skeleton: a closure per node."""
     if depth == 0 and not isinstance(skel, tuple):
@@ -249,16 +283,7 @@ def param_check(skel: object, depth: int = -1) -> Check:
         kind, n = type(skel), len(skel)
         # the parts that look at anything (an array at the last level looked at does not)
         checks = [] if depth == 0 else [param_check(x, depth - 1) for x in skel]
-        parts = [(i, ok) for i, ok in enumerate(checks) if ok is not _yes]
-
-        def tup(v: object) -> bool:
-            if type(v) is not kind or len(v) != n:
-                return False
-            for i, ok in parts:
-                if not ok(v[i]):
-                    return False
-            return True
-        return tup
+        return _tuple_check(kind, n, [(i, ok) for i, ok in enumerate(checks) if ok is not _yes])
     if skel is None:
         return lambda v: v is None
     if isinstance(skel, int) and not isinstance(skel, bool):

@@ -15,7 +15,7 @@ import pytest
 
 from bendtorch.impl.optstate import NoMom, OneMom, TwoMom, state_diff, state_fits
 from bendtorch.impl.specs import (IdsSpec, MatSpec, PairSpec, check_value, param_check, param_diff, skeleton,
-                                  value_check)
+                                  structure_check, structure_diff, value_check)
 from bendtorch.records.ops import load_params, op, sample
 from tests.test_layer_zoo import KINDS, MUTATIONS, arrays, mutate, replace_at
 
@@ -81,6 +81,25 @@ def test_param_check_is_param_diff(kind: str, lib: str) -> None:
     assert refused > 0  # the cases include wrong ones
 
 
+def _counters(v: Any) -> bool:
+    return (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, tuple) and any(map(_counters, v)))
+
+
+@pytest.mark.parametrize(("kind", "lib"), CASES)
+def test_structure_check_is_structure_diff(kind: str, lib: str) -> None:
+    # a backward pass asks structure_diff(g, p) only where structure_check(p_skel) says no: the predicate must say
+    # yes only where structure_diff finds nothing, and (with no counter in p, where it always says no) exactly there
+    lay, p, _, _ = sample_of(kind, lib)
+    refused = 0
+    for depth in (-1, 0, 1, 2):
+        ok = structure_check(lay.p_skel, depth)
+        for v in variants(p):
+            want = structure_diff(v, p, depth=depth) is None
+            assert ok(v) == want if not _counters(p) else (not ok(v) or want), (kind, depth, v)
+            refused += not want
+    assert refused > 0
+
+
 @pytest.mark.parametrize(("kind", "lib"), CASES)
 def test_value_check_is_check_value(kind: str, lib: str) -> None:
     lay, p, x, dy = sample_of(kind, lib)
@@ -123,3 +142,32 @@ def test_the_fast_forms_see_what_the_diffs_see() -> None:
     assert value_check(spec, F32)((a, np.arange(4)))
     assert not value_check(spec, F32)((a, np.arange(4.0)))
     assert value_check(spec, F32, grad=True)((a, np.arange(0)))
+    g_ok = structure_check(skeleton((a, (a[:1], None))))
+    assert g_ok((a, (a[:1], None)))
+    assert g_ok((np.zeros((4, 3), F32)[::2], (a[:1], None)))  # a strided gradient has p's structure
+    assert not g_ok((a, (a, None)))                            # shape
+    assert not g_ok((a, [a[:1], None]))                        # a list for a tuple
+    assert not g_ok((a, (a[:1], a)))                           # an array where p has none
+    assert not g_ok((a.astype(np.float64), (a[:1], None)))     # dtype
+    assert not structure_check(skeleton((a, 3)))((a, 3))       # a counter: structure_diff is asked
+
+
+def test_a_backward_pass_refuses_a_gradient_unlike_p() -> None:
+    # the layer's backward pass holds the g its raw function returns to p's structure (structure_check, then
+    # structure_diff for the message): a gradient of another shape is refused with the layer named
+    import dataclasses
+
+    from bendtorch.impl.protocol import Bwd
+    from bendtorch.impl.specs import ShapeError
+
+    lay, p, x, dy = sample_of("Linear", "impl")
+    r = lay.fwd(p, x)
+    lay.bwd(p, r.s, dy, lay.zeros())  # the layer as built: accepted
+
+    def bad_bwd(p_: Any, s: Any, dy_: Any, g: Any) -> Any:
+        good = lay.f_bwd(p_, s, dy_, g)
+        return Bwd(p=good.p, dx=good.dx, g=tuple(a[:1] for a in good.g) if isinstance(good.g, tuple) else good.g[:1])
+
+    broken = dataclasses.replace(lay, f_bwd=bad_bwd)
+    with pytest.raises(ShapeError, match="g must have p's structure"):
+        broken.bwd(p, r.s, dy, broken.zeros())
