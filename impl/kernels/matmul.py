@@ -95,9 +95,10 @@ def vector_registers() -> int:
 
 
 # k per pass of _block4 (a speed choice only: within a pass each running sum adds its terms one after the other, so
-# either gives the same bits): eight where the four rows' 32 values of A stay in the vector registers beside B's and
-# the sums (AVX-512's 32 registers), four where there are 16 (AVX2: with eight, A's values are spilled to the stack
-# and reloaded in the vector loop). See _block4 for the measurements.
+# either gives the same bits): eight where there are 32 vector registers (AVX-512: most of the four rows' 32 values
+# of A stay in them, ten of the vector loop's multiplies read theirs from the stack on an AMD EPYC, family 25, model
+# 17), four where there are 16 (AVX2: with eight, A's values are spilled to the stack and reloaded in the vector
+# loop). See _block4 for the measurements.
 KP = 8 if vector_registers() >= 32 else 4
 # register tiles for the whole strips of the full groups of four rows (a speed choice only: a tile's sums add their
 # terms in the same order as a pass's): of eight lanes on strips of 16 columns where there are 16 vector registers
