@@ -1,7 +1,7 @@
-"""float32 lanes as one numba value (LLVM's <8 x float> or <16 x float>, one AVX or AVX-512 register), for the
-products' register tiles (matmul._tile4, matmul._tile16). numba's loop vectoriser only vectorises an innermost loop,
-and a tile of running sums kept in registers across the loop over k has its vector loop (over columns) outside that
-loop; written with scalars, the tile was not vectorised at all. These intrinsics name the vector operations instead.
+"""float32 lanes as one numba value (LLVM's <8 x float> or <16 x float>, one AVX or AVX-512 register), for the products'
+register tiles (regtiles._tile4, regtiles._tile16). numba's loop vectoriser only vectorises an innermost loop, and a
+tile of running sums kept in registers across the loop over k has its vector loop (over columns) outside that loop;
+written with scalars, the tile was not vectorised at all. These intrinsics name the vector operations instead.
 
 Each operation is one IEEE float32 operation per lane with no fast-math flags: `madd8(s, x, y)` is s + x * y with
 the product rounded before the addition (LLVM contracts an fmul and an fadd into a fused multiply-add only when
