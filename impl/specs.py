@@ -176,9 +176,8 @@ def structure_check(skel: object, depth: int = -1) -> Check:
         shape, dt = skel.shape, skel.dtype
         return lambda v: isinstance(v, np.ndarray) and v.shape == shape and v.dtype == dt
     if isinstance(skel, tuple):
-        kind, n = type(skel), len(skel)
-        return _tuple_check(kind, n, [] if depth == 0 else list(enumerate(structure_check(x, depth - 1)
-                                                                           for x in skel)))
+        checks = [] if depth == 0 else [structure_check(x, depth - 1) for x in skel]
+        return _tuple_check(type(skel), len(skel), list(enumerate(checks)))
     if skel is None:
         return lambda v: v is None
     if isinstance(skel, int) and not isinstance(skel, bool):
@@ -253,14 +252,14 @@ def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-def _tuple_check(kind: type, n: int, parts: list[tuple[int, Check]]) -> Check:
+def _tuple_check(kind: type[tuple[Any, ...]], n: int, parts: list[tuple[int, Check]]) -> Check:
     """A tuple node's predicate: v of exactly the type `kind` (a tuple type or record) and length n, each part i
     accepted by its check."""
     def tup(v: object) -> bool:
-        if type(v) is not kind or len(v) != n:  # type: ignore[arg-type]
+        if type(v) is not kind or len(v) != n:
             return False
         for i, ok in parts:
-            if not ok(v[i]):  # type: ignore[index]
+            if not ok(v[i]):
                 return False
         return True
     return tup
