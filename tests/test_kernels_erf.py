@@ -88,6 +88,24 @@ def test_special_values() -> None:
     assert (ys >= sub).all() and (ys <= np.float32(1.13) * sub + np.float32(1e-45)).all()
 
 
+def test_below_small_tiny_erf32_is_the_seeds_erf_small_bit_for_bit() -> None:
+    # below SMALL_TINY erf32 gives x + x*S0 without erf_small's Horner steps (P(z) is S0 exactly there): the same bits
+    # as the seed's whole evaluation (erf_plain) on a spread of that band's bit patterns (subnormals included), its
+    # top and the neighbours, both signs. FINDINGS records the comparison over every input below 0.84375
+    top = E.SMALL_TINY
+    edge = np.array([top, np.nextafter(top, np.float32(0)), np.nextafter(top, np.float32(1))], dtype=np.float32)
+    band = np.linspace(1, int(top.view(np.uint32)) - 1, 20000).astype(np.uint32).view(np.float32)
+    xs = np.concatenate([band, edge])
+    xs = np.concatenate([xs, -xs])
+    want = np.array([E.erf_plain(x) for x in xs], dtype=np.float32)
+    assert np.array_equal(_bits(E.erf(xs)), _bits(want))
+    # the shortcut would be wrong higher up: there P(z) is not S0, and x + x*S0 differs from the seed's erf
+    up = np.linspace(int(np.float32(2.0 ** -11).view(np.uint32)), int(np.float32(2.0 ** -9).view(np.uint32)),
+                     500).astype(np.uint32).view(np.float32)
+    short = up + up * E.S0
+    assert not np.array_equal(_bits(short), _bits(np.array([E.erf_plain(x) for x in up], dtype=np.float32)))
+
+
 def test_odd_symmetry_and_bound() -> None:
     xs = np.concatenate([_specials(), _random(50000, 2)])
     xs = xs[~np.isnan(xs)]

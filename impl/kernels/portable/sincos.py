@@ -11,12 +11,18 @@ import numpy as np
 
 from bendtorch.impl.kernels.portable.cr_table import (COS_DISP, COS_KEYS, COS_VALS, SIN_DISP, SIN_KEYS, SIN_VALS,
                                                       cr_fix)
-from bendtorch.impl.kernels.portable.eft import (F32, HALF, INF, M32, NAN, R24, SHIFTER, SIXTH, U32, ZERO, clz64, f2u,
-                                                 fast_two_sum, pow2, two_prod, two_sum)
+from bendtorch.impl.kernels.portable.eft import (F32, HALF, INF, M32, NAN, ONE, R24, SHIFTER, SIXTH, U32, ZERO, clz64,
+                                                 f2u, fast_two_sum, pow2, two_prod, two_sum)
 from bendtorch.impl.kernels.portable.tables import COS_TH, COS_TL, PIO2_H, PIO2_L, SIN_TH, SIN_TL, TWO_OVER_PI
 
 _R120 = F32(0.008333333333333333)
 _PIO4 = F32(0.7853981)        # below pi/4: no reduction
+# below these sin(x) rounds to x (x^3/6 under half the float32 spacing below x) and cos(x) to 1 (x^2/2 under half
+# the spacing below 1), and so do the table evaluations: given at once, without the evaluation's terms in the
+# subnormal range, which an Intel core computes through microcode assists (sin 120-160 ns a number at |x| near
+# 1e-36 and 4e-22 against 10 elsewhere, Intel Xeon, family 6, model 167)
+_SIN_TINY = F32(2.0 ** -12)
+_COS_TINY = F32(2.0 ** -13)
 
 
 @numba.njit(cache=True, inline="always")
@@ -116,9 +122,9 @@ def raw_sin32(x: np.float32) -> Any:
     boundaries; NaN and +-inf -> NaN, +-0 -> +-0."""
     if x != x or abs(x) == INF:
         return NAN if x == x else x + x
-    if x == ZERO:
-        return x
     a = abs(x)
+    if a < _SIN_TINY:                          # +-0 and the tiny: x
+        return x
     if a < _PIO4:
         y = _sincos_r(a, ZERO, True)
     else:
@@ -145,6 +151,8 @@ def raw_cos32(x: np.float32) -> Any:
     if x != x or abs(x) == INF:
         return NAN if x == x else x + x
     a = abs(x)
+    if a < _COS_TINY:
+        return ONE
     if a < _PIO4:
         return _sincos_r(a, ZERO, False)
     rh, rl, k = _reduce(a)

@@ -18,6 +18,10 @@ _T5 = F32(0.13333333333333333)
 _T7 = F32(-0.05396825396825397)
 _T9 = F32(0.021869488536155203)
 _TANH_SMALL = F32(0.03125)
+# below 2^-13 tanh(x) rounds to x (x^3/3 < 2^-26 x/3, under half the float32 spacing below x), and so does
+# x + x^3 P(x^2): x itself, without the polynomial, whose terms in the subnormal range an Intel core computes
+# through microcode assists (188 ns a number at |x| near 4e-22 against 4 elsewhere, Intel Xeon, family 6, model 167)
+_TANH_TINY = F32(2.0 ** -13)
 _TANH_BIG = F32(9.1)
 
 
@@ -32,7 +36,7 @@ def raw_tanh32(x: np.float32) -> Any:
     if a >= _TANH_BIG:
         return -ONE if neg else ONE
     if a < _TANH_SMALL:
-        if a == ZERO:
+        if a < _TANH_TINY:                     # +-0 and the tiny: x
             return x
         z = a * a
         y = a + a * (z * (_T3 + z * (_T5 + z * (_T7 + z * _T9))))
