@@ -19,7 +19,8 @@ process on a cold numba cache (an empty NUMBA_CACHE_DIR, so every kernel compile
 warm-up process (impl.kernels.warm), and then warm (the same directory again), and likewise of `bendtorch sweep exp
 --sample 100000` cold and warm; the full erf sweep's wall time, read from reports/results/atlas/erf/sweep_full.json
 when it exists (the sum of the runs that made it, `bendtorch sweep erf`; the sweep is not rerun); with laws=True, the
-wall time of `bendtorch laws --profile ci` (a subprocess).
+wall time of `bendtorch laws --profile ci` (a subprocess). The first commands and the laws run before the models'
+rounds, on a machine not yet heated by them.
 """
 
 from __future__ import annotations
@@ -346,6 +347,21 @@ def bench(models: tuple[str, ...] = ("tiny", "smol"), repeats: int | None = None
         "load_average_at_start": list(os.getloadavg()),
         "peak_rss_kind": "VmHWM per library" if _reset_peak() else "ru_maxrss (cumulative)",
         "results": []}
+    # the cold starts first, as a newcomer's first commands meet them: after the rounds' minutes of vector work the
+    # same commands took longer (on an Intel Xeon, family 6, model 167: the first train 8.2 s and the sample sweep
+    # 12.6 s, against 7.8 s and 8.9-9.6 s on the rested machine minutes later)
+    if startup:
+        fs = res["first_step_fresh_process"] = first_step_times()
+        print(f"{' '.join(fs['command'])}: cold cache {fs['cold_cache_process_s']:.1f} s (without the warm-up "
+              f"process {fs['cold_cache_no_warmup_process_s']:.1f} s), warm cache {fs['warm_cache_process_s']:.1f} s",
+              flush=True)
+        ss = res["sample_sweep"] = sample_sweep_times()
+        print(f"{' '.join(ss['command'])}: cold cache {ss['cold_cache_process_s']:.1f} s, warm cache "
+              f"{ss['warm_cache_process_s']:.1f} s", flush=True)
+    if laws:
+        lc = res["laws_ci"] = laws_ci_time()
+        print(f"bendtorch laws --profile ci: cold cache {lc['seconds']:.0f} s, warm {lc['warm_cache_seconds']:.0f} s "
+              f"(exit {lc['returncode']})", flush=True)
     print(f"{'model':6} {'impl s/step':>12} {'torch s/step':>13} {'ratio':>7} {'impl MiB':>9} {'torch MiB':>10}")
     per: dict[str, list[dict[str, Any]]] = {name: [] for name in models}
     for k in range(rounds):  # the models in turn, each round measuring impl then PyTorch
@@ -370,23 +386,9 @@ def bench(models: tuple[str, ...] = ("tiny", "smol"), repeats: int | None = None
               f"{rounds} rounds), peak RSS {r['ratio_peak_rss_impl_over_torch']:.2f}", flush=True)
     print(f"(median of the timed steps (tiny 25, smol 5 unless --repeats) after 2 warm-ups: forward, cross-entropy, backward, AdamW; "
           f"peak RSS: {res['peak_rss_kind']})")
-    if startup:
-        fs = first_step_times()
-        res["first_step_fresh_process"] = fs
-        print(f"{' '.join(fs['command'])}: cold cache {fs['cold_cache_process_s']:.1f} s (without the warm-up "
-              f"process {fs['cold_cache_no_warmup_process_s']:.1f} s), warm cache {fs['warm_cache_process_s']:.1f} s",
-              flush=True)
-        ss = res["sample_sweep"] = sample_sweep_times()
-        print(f"{' '.join(ss['command'])}: cold cache {ss['cold_cache_process_s']:.1f} s, warm cache "
-              f"{ss['warm_cache_process_s']:.1f} s", flush=True)
     res["erf_sweep"] = erf_sweep_time()
     if res["erf_sweep"] is not None:
         print(f"full erf sweep (saved run, {res['erf_sweep']['file']}): {res['erf_sweep']['seconds']:.0f} s")
-    if laws:
-        res["laws_ci"] = laws_ci_time()
-        lc = res["laws_ci"]
-        print(f"bendtorch laws --profile ci: cold cache {lc['seconds']:.0f} s, warm {lc['warm_cache_seconds']:.0f} s "
-              f"(exit {lc['returncode']})", flush=True)
     if state_bytes:
         from bendtorch.bench.state_bytes import measure
         sb = measure("smol", layers)
