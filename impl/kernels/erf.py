@@ -176,7 +176,8 @@ def _hm(c: np.float32, t: np.float32, s: np.float32) -> np.float32:
 # step adds z times it, under 2^-29, to S0, whose half spacing is 2^-27. So x + x*S0 there is erf_small's result, bit
 # for bit; the skipped steps' products are in the subnormal range for |x| near 1e-22 to 1e-19, where an Intel core
 # computes each through a microcode assist (258 ns a number against 4 elsewhere, Intel Xeon, family 6, model 167).
-# docs/ lists it among the places impl goes beyond the seed's text (same bits); tests/test_erf.py checks it
+# docs/DESIGN.md lists it among the places impl goes beyond the seed's text (same bits); tests/test_kernels_erf.py
+# checks it
 SMALL_TINY = np.float32(2.0 ** -14)
 
 
