@@ -11,10 +11,7 @@ subnormal, those near 1e-36 and 0 where x itself or x^3 is.
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import sys
-import time
 from typing import Any, Sequence
 
 import numpy as np
@@ -25,20 +22,15 @@ STARTS = (0x00000000, 0x04000000, 0x10000000, 0x1C000000, 0x24000000, 0x2C000000
           0x44000000)
 
 
-def band_inputs(start: int, patterns: int) -> Any:
-    """The float32 inputs of the band: the positive patterns [start, start + patterns), then their negatives."""
-    b = np.arange(start, start + patterns, dtype=np.uint32)
-    return np.concatenate([b, b | np.uint32(0x80000000)]).view(np.float32)
-
-
 def bands(lib_name: str, functions: Sequence[str] | None = None, patterns: int = 1 << 18,
           repeats: int = 3) -> dict[str, Any]:
     """{"library", "starts" (each band's first input), "ns_per_input": {function: [ns per band]}}: the median over
-    `repeats` of the CPU time of one call on the band's inputs, after a call that compiles and imports. ValueError,
-    before any work, for a library or function that is not there."""
+    `repeats` of the CPU time of one call on the band's inputs (bench.checker.own_cost: the inputs a chunk pass hands
+    the library), after a call that compiles and imports. ValueError, before any work, for a library or function
+    that is not there."""
+    from bendtorch.bench.checker import own_cost
     from bendtorch.records.libraries import LIBRARIES
     from bendtorch.reports.sweep.engine import worker_init
-    from bendtorch.reports.sweep.libraries import resolve
 
     if lib_name not in LIBRARIES:
         raise ValueError(f"bands: no built-in library {lib_name!r} (one of {', '.join(LIBRARIES)})")
@@ -48,20 +40,8 @@ def bands(lib_name: str, functions: Sequence[str] | None = None, patterns: int =
     if missing:
         raise ValueError(f"bands: {lib_name} has no {', '.join(missing)}")
     worker_init()  # one thread, as a sweep's worker
-    xs = [band_inputs(s, patterns) for s in STARTS]
-    out: dict[str, list[float]] = {}
-    for name in names:
-        f = resolve(lib.functions[name])
-        f(np.full(64, 0.5, dtype=np.float32))
-        row = []
-        for x in xs:
-            per = []
-            for _ in range(repeats):
-                t0 = time.process_time()
-                f(x)
-                per.append((time.process_time() - t0) / x.size * 1e9)
-            row.append(round(statistics.median(per), 2))
-        out[name] = row
+    # a band's figure is the checker's own-cost measure on one chunk: the library's call on the band's inputs
+    out = {name: [own_cost(lib.functions[name], [s], patterns, repeats) for s in STARTS] for name in names}
     return {"library": lib_name, "starts": [float(np.uint32(s).view(np.float32)) for s in STARTS],
             "patterns": patterns, "ns_per_input": out}
 

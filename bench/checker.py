@@ -35,6 +35,13 @@ def chunk_starts(chunks: int, patterns: int) -> list[int]:
     return [min(k * step, (1 << 31) - patterns) for k in range(chunks)]
 
 
+def chunk_inputs(start: int, patterns: int) -> Any:
+    """The float32 inputs a chunk pass hands a library: the positive patterns [start, start + patterns), then their
+    negatives."""
+    b = np.arange(start, start + patterns, dtype=np.uint32)
+    return np.concatenate([b, b | np.uint32(0x80000000)]).view(np.float32)
+
+
 def prepare(function: str, lo: int, hi: int) -> None:
     """Register the correct results of the patterns [lo, hi) and their negatives (the checker's own reference)."""
     from bendtorch.records.functions import FUNCTIONS
@@ -88,10 +95,9 @@ def own_cost(spec: str, starts: list[int], patterns: int, repeats: int) -> float
     from bendtorch.reports.sweep.libraries import resolve
 
     f = resolve(spec)
-    xs = [np.concatenate([b, b | np.uint32(0x80000000)]).view(np.float32)
-          for b in (np.arange(s, s + patterns, dtype=np.uint32) for s in starts)]
+    xs = [chunk_inputs(s, patterns) for s in starts]
     f(xs[0][:64].copy())
-    per = []
+    per: list[float] = []
     for _ in range(repeats):
         t0 = time.process_time()
         for x in xs:

@@ -1,5 +1,6 @@
 """bench/bands.py: a library's cost by band of the float32 line, each band's inputs as a sweep's chunk hands them
-over, and a clear refusal of a library or function that is not there (before any work)."""
+over (bench.checker.chunk_inputs), and a clear refusal of a library or function that is not there (before any
+work)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,15 @@ import numpy as np
 import pytest
 
 from bendtorch.bench import bands as B
+from bendtorch.bench.checker import chunk_inputs
 
 
 def test_each_band_is_its_patterns_then_their_negatives() -> None:
-    x = B.band_inputs(0x3F800000, 3)
+    x = chunk_inputs(0x3F800000, 3)
     assert x.tolist() == [1.0, np.nextafter(np.float32(1), np.float32(2)), float(np.uint32(0x3F800002).view(
         np.float32)), -1.0, -float(np.nextafter(np.float32(1), np.float32(2))),
         -float(np.uint32(0x3F800002).view(np.float32))]
-    assert B.band_inputs(0, 4)[:4].view(np.uint32).tolist() == [0, 1, 2, 3]   # the first band: the subnormals
+    assert chunk_inputs(0, 4)[:4].view(np.uint32).tolist() == [0, 1, 2, 3]   # the first band: the subnormals
 
 
 def test_a_row_per_function_and_a_figure_per_band() -> None:
