@@ -4,7 +4,8 @@ absolute error of a misrounded result, the histogram, the x bins' maxima, NaN, s
 list of misrounded inputs. The pass settles most inputs in blocks (sums, a histogram in parts, maxima over the
 block); the statement here takes one input at a time, so the chunks below hold every case that splits a block: a
 result off by an ulp, NaN where a number belongs, a number where NaN belongs, infinities, x = +-0, subnormal x, x
-NaN, a block spanning two pieces or two x bins, patterns out of order, and a chunk shorter than a block."""
+NaN, a block spanning two pieces or two x bins, patterns out of order, and a chunk shorter than a block. And
+kernels.twin_diff, the count of a twin's differing inputs, against its numpy statement."""
 
 from __future__ import annotations
 
@@ -189,3 +190,32 @@ def test_the_statement_sees_a_misplaced_maximum() -> None:
     assert np.array_equal(got["argb"], statement(*args)["argb"])
     got["argb"][0, 0] += 1
     assert not np.array_equal(got["argb"], statement(*args)["argb"])
+
+
+def _twin_statement(a: Any, b: Any) -> int:
+    """kernels.twin_diff as numpy says it: the inputs where some row of b has other bits than a (NaN = NaN)."""
+    au, bu = a.view(np.uint32), b.view(np.uint32)
+    nan_a, nan_b = (au & 0x7FFFFFFF) > 0x7F800000, (bu & 0x7FFFFFFF) > 0x7F800000
+    return int(np.any((bu != au) & ~(nan_a & nan_b), axis=0).sum())
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, K.TWIN_BLOCK - 1, K.TWIN_BLOCK, K.TWIN_BLOCK + 1, 3 * K.TWIN_BLOCK + 17])
+@pytest.mark.parametrize("rows", [1, 2, 3])
+def test_twin_diff_counts_the_inputs_where_some_row_differs(n: int, rows: int) -> None:
+    # rows that differ from a in their own places (a last bit, a sign), NaN against NaN of another payload (no
+    # difference) and against a number (a difference), blocks cut every way; a count one off fails
+    rng = np.random.default_rng(n * 3 + rows)
+    a = rng.integers(0, 2 ** 32, n, dtype=np.uint64).astype(np.uint32)
+    b = np.tile(a, (rows, 1))
+    for j in range(rows if n else 0):
+        b[j, rng.integers(0, n, n // 7 + 1)] ^= np.uint32(1 << (31 * (j % 2)))
+    if n:
+        k = rng.integers(0, n, n // 5 + 1)
+        a[k] = 0x7FC00000
+        b[rows - 1, k] = np.where(rng.random(k.size) < 0.5, 0xFFC00001, 0x3F800000).astype(np.uint32)
+    got = K.twin_diff(a.view(np.float32), b.view(np.float32))
+    assert got == _twin_statement(a.view(np.float32), b.view(np.float32))
+    same = np.flatnonzero(np.all(b == a, axis=0))
+    if same.size:  # one more input that differs, in the last row only, is one more in the count
+        b[rows - 1, same[-1]] ^= np.uint32(1)
+        assert K.twin_diff(a.view(np.float32), b.view(np.float32)) == got + 1

@@ -1,0 +1,63 @@
+"""The sweep functions' float64 references (bendtorch.oracle.functions): their exp, which gives the C library's
+overflow and underflow results and its 1 near 0 without calling it, is the C library's exp bit for bit on every
+float32 input near its overflow and underflow bounds, on a stride of those beyond them and of those near its bound
+around 0; the same comparison catches each bound moved."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numba
+import numpy as np
+
+from bendtorch.oracle import functions as OF
+
+
+@numba.njit(cache=True)
+def _differ(xs: Any, over: float, under: float, one: float, own: bool) -> int:
+    """How many x give other bits than math.exp(x): OF._exp's (own) or the same rule with the bounds given."""
+    n = 0
+    for x in xs:
+        if own:
+            a = OF._exp(x)
+        else:
+            a = math.inf if x > over else (0.0 if x < under else (1.0 if abs(x) < one else math.exp(x)))
+        if np.float64(a).view(np.uint64) != np.float64(math.exp(x)).view(np.uint64) and not (a != a and x != x):
+            n += 1
+    return n
+
+
+def _inputs() -> Any:
+    """Every float32 within 2 of the overflow and underflow bounds, a stride of 61 over the rest beyond them, a
+    stride of 7 over the float32 of either sign within a factor 4 of the bound around 0, the infinities and NaN, as
+    float64."""
+    f32 = np.float32
+    near = [np.arange(f32(b - 2.0).view(np.uint32), f32(b + 2.0).view(np.uint32), dtype=np.uint32)
+            for b in (OF.EXP_OVER,)] + [np.arange(f32(-OF.EXP_UNDER - 2.0).view(np.uint32),
+                                                  f32(-OF.EXP_UNDER + 2.0).view(np.uint32), dtype=np.uint32)
+                                        | np.uint32(0x80000000)]
+    beyond = [np.arange(f32(OF.EXP_OVER).view(np.uint32), 0x7F800000, 61, dtype=np.uint32),
+              np.arange(f32(-OF.EXP_UNDER).view(np.uint32), 0x7F800000, 61, dtype=np.uint32) | np.uint32(0x80000000)]
+    lo, hi = f32(OF.EXP_ONE / 4).view(np.uint32), f32(OF.EXP_ONE * 4).view(np.uint32)
+    zero = [np.arange(lo, hi, 7, dtype=np.uint32), np.arange(lo, hi, 7, dtype=np.uint32) | np.uint32(0x80000000)]
+    special = np.array([0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, 0, 0x80000000], dtype=np.uint32)
+    return np.concatenate(near + beyond + zero + [special]).view(np.float32).astype(np.float64)
+
+
+def test_exp_is_the_c_librarys_beyond_and_near_its_bounds() -> None:
+    xs = _inputs()
+    assert xs.size > 3 * 10**7 and (xs > OF.EXP_OVER).sum() > 10**7 and (xs < OF.EXP_UNDER).sum() > 10**7
+    assert (abs(xs) < OF.EXP_ONE).sum() > 10**6
+    assert _differ(xs, 0.0, 0.0, 0.0, True) == 0
+
+
+def test_the_comparison_catches_a_bound_moved() -> None:
+    # exp(709.5) is finite, exp(-745.1) is the smallest subnormal, not 0, and exp(-1.5 2^-54) rounds to 1 - 2^-53: each
+    # bound moved that far fails on them
+    xs = _inputs()
+    bounds = (OF.EXP_OVER, OF.EXP_UNDER, OF.EXP_ONE)
+    assert _differ(xs, *bounds, False) == 0
+    assert _differ(xs, OF.EXP_OVER - 1.0, OF.EXP_UNDER, OF.EXP_ONE, False) > 0
+    assert _differ(xs, OF.EXP_OVER, OF.EXP_UNDER + 1.0, OF.EXP_ONE, False) > 0
+    assert _differ(xs, OF.EXP_OVER, OF.EXP_UNDER, OF.EXP_ONE * 4, False) > 0
