@@ -10,7 +10,8 @@ The chunks, evenly spread, are a sample of a full sweep's inputs, and their mean
 many. With few, one band weighs too much: of 4 chunks one is the subnormals' (0.4% of a full sweep's inputs, a
 quarter of those 4 chunks'), where the reference's float32 rounding costs most on an Intel core (tanh's 12.6 ns an
 input there against 7.0-7.7 in the chunks beside it; Intel Xeon, family 6, model 167). The default, 32 chunks of
-2^20 patterns, is 1/64 of the line.
+2^20 patterns, is 1/64 of the line. A function or library that is not there, or sizes out of range, is refused in
+one line (exit code 2) before any work.
 
     python -m bendtorch.bench.checker [--functions exp,tanh,erf,dsilu] [--chunks 32] [--patterns 1048576]
                                       [--repeats 3] [--lib clib]
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from typing import Any
 
@@ -55,6 +57,31 @@ def prepare(function: str, lo: int, hi: int) -> None:
 
     bits = np.arange(lo, hi, dtype=np.uint32)
     ANSWERS[(lo, 2 * (hi - lo))] = reference(FUNCTIONS[function], bits).c32.copy()
+
+
+def check(functions: list[str], lib_name: str, chunks: int, patterns: int, repeats: int) -> None:
+    """ValueError, naming what is wrong, for a function or library that is not there (or a library of impl that this
+    process's libm choice cannot run), or sizes out of range: before any work."""
+    from bendtorch.records.functions import FUNCTIONS
+    from bendtorch.records.libraries import LIBRARIES
+    from bendtorch.reports.sweep.chunkpass import libm_mode
+
+    unknown = [f for f in functions if f not in FUNCTIONS]
+    if unknown:
+        raise ValueError(f"checker: no sweep function {', '.join(map(repr, unknown))} (one of {', '.join(FUNCTIONS)})")
+    if lib_name != LIBRARY:
+        if lib_name not in LIBRARIES:
+            raise ValueError(f"checker: no built-in library {lib_name!r} ({LIBRARY} or one of {', '.join(LIBRARIES)})")
+        lib = LIBRARIES[lib_name]
+        missing = [f for f in functions if f not in lib.functions]
+        if missing:
+            raise ValueError(f"checker: {lib_name} has no {', '.join(missing)}")
+        if lib.libm is not None and libm_mode() != lib.libm:
+            raise ValueError(f"checker: {lib_name} runs with BENDTORCH_LIBM={lib.libm} (this process has "
+                             f"{libm_mode()})")
+    if chunks < 1 or patterns < 1 or repeats < 1 or chunks * patterns > 1 << 31:
+        raise ValueError(f"checker: --chunks {chunks} of --patterns {patterns} with --repeats {repeats}: each must be "
+                         f"at least 1 and the chunks' patterns at most 2^31, the positive ones")
 
 
 def measure(function: str, lib_name: str, chunks: int, patterns: int, repeats: int) -> dict[str, Any]:
@@ -120,6 +147,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--lib", default=LIBRARY, help=f"{LIBRARY} (costs nothing) or a built-in library's name")
     a = p.parse_args(argv)
+    try:
+        check(a.functions.split(","), a.lib, a.chunks, a.patterns, a.repeats)
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        raise SystemExit(2) from None
     from bendtorch.reports.sweep.engine import worker_init
 
     worker_init()  # one thread, as a sweep's worker
