@@ -28,17 +28,11 @@ def bands(lib_name: str, functions: Sequence[str] | None = None, patterns: int =
     `repeats` of the CPU time of one call on the band's inputs (bench.checker.own_cost: the inputs a chunk pass hands
     the library), after a call that compiles and imports. ValueError, before any work, for a library or function
     that is not there."""
-    from bendtorch.bench.checker import own_cost
-    from bendtorch.records.libraries import LIBRARIES
+    from bendtorch.bench.checker import built_in, own_cost
     from bendtorch.reports.sweep.engine import worker_init
 
-    if lib_name not in LIBRARIES:
-        raise ValueError(f"bands: no built-in library {lib_name!r} (one of {', '.join(LIBRARIES)})")
-    lib = LIBRARIES[lib_name]
-    names = list(lib.functions) if not functions else list(functions)
-    missing = [f for f in names if f not in lib.functions]
-    if missing:
-        raise ValueError(f"bands: {lib_name} has no {', '.join(missing)}")
+    lib = built_in("bands", lib_name, list(functions or ()))
+    names = list(functions) if functions else list(lib.functions)
     worker_init()  # one thread, as a sweep's worker
     # a band's figure is the checker's own-cost measure on one chunk: the library's call on the band's inputs
     out = {name: [own_cost(lib.functions[name], [s], patterns, repeats) for s in STARTS] for name in names}

@@ -59,23 +59,31 @@ def prepare(function: str, lo: int, hi: int) -> None:
     ANSWERS[(lo, 2 * (hi - lo))] = reference(FUNCTIONS[function], bits).c32.copy()
 
 
+def built_in(tool: str, lib_name: str, functions: list[str], also: tuple[str, ...] = ()) -> Any:
+    """The built-in sweep library `lib_name`; ValueError, naming it (`tool` says whose refusal), where there is no
+    such library (`also`: other names the tool takes, listed in the message) or it lacks one of `functions`."""
+    from bendtorch.records.libraries import LIBRARIES
+
+    if lib_name not in LIBRARIES:
+        raise ValueError(f"{tool}: no built-in library {lib_name!r} (one of {', '.join([*also, *LIBRARIES])})")
+    lib = LIBRARIES[lib_name]
+    missing = [f for f in functions if f not in lib.functions]
+    if missing:
+        raise ValueError(f"{tool}: {lib_name} has no {', '.join(missing)}")
+    return lib
+
+
 def check(functions: list[str], lib_name: str, chunks: int, patterns: int, repeats: int) -> None:
     """ValueError, naming what is wrong, for a function or library that is not there (or a library of impl that this
     process's libm choice cannot run), or sizes out of range: before any work."""
     from bendtorch.records.functions import FUNCTIONS
-    from bendtorch.records.libraries import LIBRARIES
     from bendtorch.reports.sweep.chunkpass import libm_mode
 
     unknown = [f for f in functions if f not in FUNCTIONS]
     if unknown:
         raise ValueError(f"checker: no sweep function {', '.join(map(repr, unknown))} (one of {', '.join(FUNCTIONS)})")
     if lib_name != LIBRARY:
-        if lib_name not in LIBRARIES:
-            raise ValueError(f"checker: no built-in library {lib_name!r} ({LIBRARY} or one of {', '.join(LIBRARIES)})")
-        lib = LIBRARIES[lib_name]
-        missing = [f for f in functions if f not in lib.functions]
-        if missing:
-            raise ValueError(f"checker: {lib_name} has no {', '.join(missing)}")
+        lib = built_in("checker", lib_name, functions, also=(LIBRARY,))
         if lib.libm is not None and libm_mode() != lib.libm:
             raise ValueError(f"checker: {lib_name} runs with BENDTORCH_LIBM={lib.libm} (this process has "
                              f"{libm_mode()})")
@@ -92,16 +100,13 @@ def measure(function: str, lib_name: str, chunks: int, patterns: int, repeats: i
     from bendtorch.reports.sweep.libraries import resolve_ref
 
     fn = FUNCTIONS[function]
-    if lib_name == LIBRARY:
-        lib = SweepLibrary(LIBRARY, "the correct results, looked up", {function: f"{__name__}:answers"})
-    else:
-        lib = LIBRARIES[lib_name]
     starts = chunk_starts(chunks, patterns)
     if lib_name == LIBRARY:
-        for s in starts:
-            prepare(function, s, s + patterns)
-    if lib_name == LIBRARY:
-        prepare(function, starts[0], starts[0] + 64)
+        lib = SweepLibrary(LIBRARY, "the correct results, looked up", {function: f"{__name__}:answers"})
+        for lo, hi in [(s, s + patterns) for s in starts] + [(starts[0], starts[0] + 64)]:
+            prepare(function, lo, hi)
+    else:
+        lib = LIBRARIES[lib_name]
     run_task((fn, (lib,), (starts[0], starts[0] + 64)))  # compiled before the timing
     round32_mp(resolve_ref(fn.mpmath), 0.75, 1.0)  # and mpmath's first call (once a worker, in a sweep)
     per, wall = [], []

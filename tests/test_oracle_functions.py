@@ -32,15 +32,17 @@ def _inputs() -> Any:
     """Every float32 within 2 of the overflow and underflow bounds, a stride of 61 over the rest beyond them, a
     stride of 7 over the float32 of either sign within a factor 4 of the bound around 0, the infinities and NaN, as
     float64."""
-    f32 = np.float32
-    near = [np.arange(f32(b - 2.0).view(np.uint32), f32(b + 2.0).view(np.uint32), dtype=np.uint32)
-            for b in (OF.EXP_OVER,)] + [np.arange(f32(-OF.EXP_UNDER - 2.0).view(np.uint32),
-                                                  f32(-OF.EXP_UNDER + 2.0).view(np.uint32), dtype=np.uint32)
-                                        | np.uint32(0x80000000)]
-    beyond = [np.arange(f32(OF.EXP_OVER).view(np.uint32), 0x7F800000, 61, dtype=np.uint32),
-              np.arange(f32(-OF.EXP_UNDER).view(np.uint32), 0x7F800000, 61, dtype=np.uint32) | np.uint32(0x80000000)]
-    lo, hi = f32(OF.EXP_ONE / 4).view(np.uint32), f32(OF.EXP_ONE * 4).view(np.uint32)
-    zero = [np.arange(lo, hi, 7, dtype=np.uint32), np.arange(lo, hi, 7, dtype=np.uint32) | np.uint32(0x80000000)]
+    f32, neg = np.float32, np.uint32(0x80000000)
+
+    def bits(x: float) -> int:
+        return int(f32(x).view(np.uint32))
+
+    near = [np.arange(bits(OF.EXP_OVER - 2.0), bits(OF.EXP_OVER + 2.0), dtype=np.uint32),
+            np.arange(bits(-OF.EXP_UNDER - 2.0), bits(-OF.EXP_UNDER + 2.0), dtype=np.uint32) | neg]
+    beyond = [np.arange(bits(OF.EXP_OVER), 0x7F800000, 61, dtype=np.uint32),
+              np.arange(bits(-OF.EXP_UNDER), 0x7F800000, 61, dtype=np.uint32) | neg]
+    around_0 = np.arange(bits(OF.EXP_ONE / 4), bits(OF.EXP_ONE * 4), 7, dtype=np.uint32)
+    zero = [around_0, around_0 | neg]
     special = np.array([0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, 0, 0x80000000], dtype=np.uint32)
     return np.concatenate(near + beyond + zero + [special]).view(np.float32).astype(np.float64)
 
