@@ -51,11 +51,24 @@ def _exp(x: float) -> float:
 
 @numba.njit(cache=True, error_model="numpy")
 def _sig_pair(x: float) -> tuple[float, float]:
-    """(sigma(x), 1 - sigma(x)) in float64, each with relative error a few 2^-53 for every x (no cancellation)."""
+    """(sigma(x), 1 - sigma(x)) in float64, each with relative error a few 2^-53 for every x (no cancellation).
+    Where t (exp of -|x|) is 0 or 1, the two quotients are exact, (1, 0) and (1/2, 1/2), and are given without
+    dividing: the same values (IEEE division is exact there), so the same bits on every input; t is 0 or 1 for about
+    three quarters of all float32 x (|x| above 746 or below 2^-54), where the two divisions were about half of a
+    reference's cost an input (dsilu's checker 4.3 ns an input in those chunks, with them; Intel Xeon, family 6,
+    model 167)."""
     if x >= 0.0:
         t = _exp(-x)
+        if t == 0.0:
+            return 1.0, 0.0
+        if t == 1.0:
+            return 0.5, 0.5
         return 1.0 / (1.0 + t), t / (1.0 + t)
     t = _exp(x)
+    if t == 0.0:
+        return 0.0, 1.0
+    if t == 1.0:
+        return 0.5, 0.5
     return t / (1.0 + t), 1.0 / (1.0 + t)
 
 
